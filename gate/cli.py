@@ -1,0 +1,102 @@
+"""The `gate` command line: a thin face over the core. No logic lives here, only argument parsing and output.
+
+Heavy modules are imported inside the commands, so `gate --help` answers at once.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gate import __version__
+from gate.errors import ExitCode, GateError
+
+app = typer.Typer(
+    name="gate",
+    help="Data-and-evaluation gatekeeper: only clean, contract-conforming, leak-free data goes in; only a "
+         "checkpoint that provably beats its frozen baseline comes out.\n\n"
+         "Exit codes: 0 pass, 100 gate failed, 1 the gate could not run, 2 usage error.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    never = "never"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gate {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    pass
+
+
+@app.command()
+def check(
+    dataset: Annotated[Path, typer.Argument(help="Dataset directory (train/val/test files), single file, or "
+                                                 "Hugging Face save_to_disk directory.")],
+    contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML.")],
+    report_dir: Annotated[Path, typer.Option("--report-dir", "-o", help="Where report.md, report.json and "
+                                                                        "junit.xml go.")] = Path("gate-report"),
+    checks: Annotated[str | None, typer.Option("--checks", help="Comma-separated subset of checks to run.")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file for the record [env GATE_DB; default "
+                                                        "./gate.duckdb].")] = None,
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run.")] = False,
+    workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, help="Worker processes "
+                                                                               "[default: all cores].")] = None,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Which check status fails the gate.")] = FailOn.error,
+    max_examples: Annotated[int, typer.Option("--max-examples", min=0, help="Findings shown per check in "
+                                                                           "report.md.")] = 10,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
+) -> None:
+    """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
+    from gate.commands.check import run_check_command
+
+    code = run_check_command(dataset=str(dataset), contract_path=str(contract), report_dir=str(report_dir),
+                             checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
+                             db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
+                             max_examples=max_examples, quiet=quiet)
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    """Entry point: maps every failure to its exit code and one line, never a traceback."""
+    try:
+        rc = app(standalone_mode=False)
+    except GateError as exc:
+        typer.echo(f"gate: error: {exc}", err=True)
+        sys.exit(ExitCode.ERROR)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("gate: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and genuine bugs
+        # typer vendors click as typer._click in recent releases; look the classes up by name on the MRO
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
+        if "UsageError" in kinds:
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(ExitCode.USAGE)
+        if "ClickException" in kinds:
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(ExitCode.ERROR)
+        if os.environ.get("GATE_DEBUG"):
+            raise
+        typer.echo(f"gate: internal error: {type(exc).__name__}: {exc} (set GATE_DEBUG=1 for a traceback)",
+                   err=True)
+        sys.exit(ExitCode.ERROR)
+    sys.exit(rc if isinstance(rc, int) else 0)

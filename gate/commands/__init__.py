@@ -1,0 +1,1 @@
+"""Use cases behind the faces: the CLI and the service both call these and only these."""

@@ -1,0 +1,143 @@
+"""The schema of a contract file itself.
+
+Kept as a JSON Schema so that every unknown key, wrong type or missing value in a contract is caught by
+one validator and reported with the YAML line it sits on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_OBJ = {"type": "object"}
+
+FIELD = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["type"],
+    "properties": {
+        "type": {"enum": ["string", "integer", "number", "boolean", "datetime"]},
+        "required": {"type": "boolean"},
+        "unique": {"type": "boolean"},
+        "pattern": {"type": "string"},
+        "allowed": {"type": "array"},
+        "min_length": {"type": "integer", "minimum": 0},
+        "max_length": {"type": "integer", "minimum": 0},
+        "max_null_rate": {"type": "number", "minimum": 0, "maximum": 1},
+        "description": {"type": "string"},
+    },
+}
+
+TOOL = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "parameters"],
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"},
+        "description": {"type": "string"},
+        "parameters": _OBJ,
+    },
+}
+
+CONTRACT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "version"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "version": {"type": ["string", "number"]},
+        "description": {"type": "string"},
+        "fields": {"type": "object", "additionalProperties": FIELD},
+        "allow_extra_fields": {"type": "boolean"},
+        "sources": _STR_LIST,
+        "languages": _STR_LIST,
+        "messages": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "roles": {"type": "array", "items": {"enum": ["system", "developer", "user", "assistant", "tool"]}},
+                "system_prompt": {"enum": ["required", "optional", "forbidden"]},
+                "min_messages": {"type": "integer", "minimum": 1},
+                "max_messages": {"type": "integer", "minimum": 1},
+                "final_role": {"enum": ["assistant", "any"]},
+                "allow_empty_assistant": {"type": "boolean"},
+            },
+        },
+        "output": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "format": {"enum": ["json", "text"]},
+                "applies_to": {"enum": ["final_assistant", "all_assistant"]},
+                "schema": _OBJ,
+            },
+        },
+        "tools": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["catalogue"],
+            "properties": {
+                "catalogue": {"type": "array", "items": TOOL, "minItems": 1},
+                "on_missing_required": {"enum": ["ask_user", "allow"]},
+                "require_row_tools": {"type": "boolean"},
+            },
+        },
+        "refusal": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["when_user_matches"],
+            "properties": {
+                "description": {"type": "string"},
+                "when_user_matches": {**_STR_LIST, "minItems": 1},
+                "expect_output": _OBJ,
+                "expect_text_matches": {"type": "string"},
+                "forbid_tool_calls": {"type": "boolean"},
+            },
+        },
+        "missing_information": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["placeholder", "fields"],
+            "properties": {
+                "description": {"type": "string"},
+                "placeholder": {},
+                "fields": {**_STR_LIST, "minItems": 1},
+                "expect_output": _OBJ,
+            },
+        },
+        "group_key": {"type": "string"},
+        "group_fallback_key": {"type": "string"},
+        "text": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "roles": {"type": "array", "items": {"enum": ["system", "developer", "user", "assistant", "tool"]}},
+                "include_tool_calls": {"type": "boolean"},
+            },
+        },
+        "limits": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_row_chars": {"type": "integer", "minimum": 1},
+                "max_message_chars": {"type": "integer", "minimum": 1},
+                "max_tokens": {"type": "integer", "minimum": 1},
+            },
+        },
+        "thresholds": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_duplicate_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                "max_findings": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+            },
+        },
+        "checks": {
+            "type": "object",
+            "description": "per-check options; later checks read their own section",
+            "additionalProperties": {"type": "object"},
+        },
+        "evaluation_sets": _STR_LIST,
+    },
+}

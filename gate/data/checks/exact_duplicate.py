@@ -1,0 +1,91 @@
+"""`exact_duplicate`: rows whose normalised text is identical to an earlier row of the same split.
+
+Rows are compared on the contract's text (default: user and assistant turns, tool calls included) after
+NFKC, casefolding and whitespace collapsing. The first occurrence (lowest line) is kept; every later
+copy is a finding that names the kept row. Only a 16-byte digest per row is kept in memory.
+Copies across splits are not duplicates but leakage, reported by the `leakage` check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from gate.contract import Contract
+from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.text import normalize, row_text
+
+
+class ExactDuplicateCheck(Check):
+    name = "exact_duplicate"
+    version = "1"
+
+    def __init__(self, contract: Contract) -> None:
+        super().__init__(contract)
+        self._digests: dict[str, list[np.ndarray]] = {}
+        self._lines: dict[str, list[np.ndarray]] = {}
+        self._ids: dict[str, list[Any]] = {}
+
+    def map(self, batch: Batch) -> Any:
+        roles, tools = self.contract.text_roles, self.contract.include_tool_calls
+        digests = bytearray()
+        lines = []
+        ids = []
+        for line, row in batch.rows:
+            text = normalize(row_text(row, roles, tools))
+            digests += hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            lines.append(line)
+            rid = row.get("id")
+            ids.append(str(rid) if isinstance(rid, str | int) and not isinstance(rid, bool) else None)
+        return batch.split, bytes(digests), np.asarray(lines, dtype=np.int64), ids
+
+    def reduce(self, partial: Any) -> None:
+        split, digests, lines, ids = partial
+        self._digests.setdefault(split, []).append(np.frombuffer(digests, dtype="S16"))
+        self._lines.setdefault(split, []).append(lines)
+        self._ids.setdefault(split, []).extend(ids)
+        self.counts["scanned"] += len(lines)
+
+    def finish(self) -> None:
+        reasons: Counter[str] = Counter()
+        for split, chunks in self._digests.items():
+            digests = np.concatenate(chunks)
+            lines = np.concatenate(self._lines[split])
+            ids = self._ids[split]
+            # stable sort by digest keeps file order inside each group: the first line is the one kept
+            order = np.argsort(digests, kind="stable")
+            sd = digests[order]
+            same_as_prev = np.zeros(len(sd), dtype=bool)
+            same_as_prev[1:] = sd[1:] == sd[:-1]
+            group_start = np.maximum.accumulate(np.where(~same_as_prev, np.arange(len(sd)), 0))
+            for pos in np.flatnonzero(same_as_prev):
+                dup, kept = order[pos], order[group_start[pos]]
+                reasons["dropped_duplicate"] += 1
+                self.findings.append(Finding(
+                    "exact_duplicate", split, int(lines[dup]), "messages", "exact_duplicate", "error",
+                    f"same normalised text as row {int(lines[kept])}"
+                    + (f" (id {ids[kept]})" if ids[kept] else ""), None, ids[dup]))
+            self.counts["clusters"] += len(np.unique(group_start[same_as_prev]))
+        self.counts.update(reasons)
+        self.counts["kept"] = self.counts["scanned"] - reasons["dropped_duplicate"]
+        self._digests.clear()
+        self._lines.clear()
+        self._ids.clear()
+
+    def result(self) -> CheckResult:
+        """Fails above `max_duplicate_rate`, and above `max_findings.exact_duplicate` when the contract sets it."""
+        res = super().result()
+        rate = self.counts["dropped_duplicate"] / max(self.counts["scanned"], 1)
+        over_rate = rate > self.contract.max_duplicate_rate
+        if self.name in self.contract.max_findings:
+            failed = over_rate or res.errors > self.contract.threshold(self.name)
+        else:
+            failed = over_rate
+        res.status = "fail" if failed else ("warn" if res.findings else "pass")
+        res.details["duplicate_rate"] = round(rate, 6)
+        res.summary = (f"{self.counts['dropped_duplicate']} duplicate row(s) in {self.counts['clusters']} "
+                       f"cluster(s); rate {rate:.2%} (allowed {self.contract.max_duplicate_rate:.2%})")
+        return res

@@ -1,0 +1,153 @@
+"""Drives the checks over a dataset: read in chunks, map in worker processes, reduce in order.
+
+Chunks are submitted with a bounded window (never the whole file at once), so peak memory stays flat as
+files grow; results are folded in input order, so findings and "first occurrence" rules are deterministic
+whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from gate import __version__
+from gate.contract import Contract
+from gate.data.base import Batch, Check, CheckResult
+from gate.data.registry import CHECKS
+from gate.errors import GateError
+from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
+from gate.io.rows import parse_chunk
+
+_WORKER_CHECKS: list[Check] = []
+SMALL_INPUT_BYTES = 8 << 20
+
+
+@dataclass
+class CheckRun:
+    """Everything one `gate check` produced; reports and the DuckDB record are rendered from this alone."""
+
+    run_id: str
+    dataset: str
+    contract: Contract
+    splits: list[SplitStats]
+    results: list[CheckResult]
+    started_at: datetime
+    seconds: float
+    fingerprint: str
+    gate_version: str = __version__
+    options: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if any(r.status == "fail" for r in self.results) else "pass"
+
+    @property
+    def rows(self) -> int:
+        return sum(s.rows for s in self.splits)
+
+
+def _init_worker(checks: list[Check]) -> None:
+    global _WORKER_CHECKS
+    _WORKER_CHECKS = checks
+
+
+def _map_chunk(chunk: Chunk) -> tuple[str, int, list[Any], float]:
+    t0 = time.perf_counter()
+    rows = parse_chunk(chunk)
+    batch = Batch(chunk.split, chunk.file, rows)
+    partials = [c.map(batch) for c in _WORKER_CHECKS]
+    return chunk.split, len(rows), partials, time.perf_counter() - t0
+
+
+def _progress(total_bytes: int, enabled: bool) -> tuple[Callable[[int], None], Callable[[], None]]:
+    if not enabled:
+        return (lambda n: None), (lambda: None)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("checking"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True)
+    task = bar.add_task("read", total=total_bytes)
+    bar.start()
+    return (lambda n: bar.advance(task, n)), bar.stop
+
+
+def show_progress() -> bool:
+    """Progress bars on a terminal only; CI logs stay quiet."""
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = None, workers: int | None = None,
+               progress: bool | None = None, chunk_bytes: int | None = None) -> CheckRun:
+    """Runs the named checks (default: all registered) and returns their results; raises GateError on bad input."""
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    sources = discover(dataset)
+    names = checks or list(CHECKS)
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise GateError(f"unknown check(s): {', '.join(unknown)} (available: {', '.join(CHECKS)})")
+    instances = [CHECKS[n](contract) for n in names]
+    total_bytes = sum(s.path.stat().st_size if s.path.is_file() else 0 for s in sources)
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    if total_bytes < SMALL_INPUT_BYTES:
+        n_workers = min(n_workers, 1)
+    stats = {s.split: SplitStats(s.split, s.display, s.format) for s in sources}
+    rows_seen = dict.fromkeys(stats, 0)
+    advance, stop = _progress(total_bytes, show_progress() if progress is None else progress)
+    map_seconds = 0.0
+
+    def chunks() -> Iterator[Chunk]:
+        for src in sources:
+            kw = {"chunk_bytes": chunk_bytes} if chunk_bytes else {}
+            yield from iter_chunks(src, stats[src.split], **kw)
+
+    def fold(result: tuple[str, int, list[Any], float], nbytes: int) -> None:
+        nonlocal map_seconds
+        split, nrows, partials, secs = result
+        rows_seen[split] += nrows
+        map_seconds += secs
+        for check, partial in zip(instances, partials, strict=True):
+            check.reduce(partial)
+        advance(nbytes)
+
+    try:
+        if n_workers <= 1:
+            _init_worker(instances)
+            for chunk in chunks():
+                fold(_map_chunk(chunk), chunk.nbytes)
+        else:
+            ctx = mp.get_context("fork")
+            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(instances,)) as pool:
+                window: deque[tuple[Any, int]] = deque()
+                for chunk in chunks():
+                    window.append((pool.apply_async(_map_chunk, (chunk,)), chunk.nbytes))
+                    if len(window) >= 2 * n_workers:
+                        res, nbytes = window.popleft()
+                        fold(res.get(), nbytes)
+                while window:
+                    res, nbytes = window.popleft()
+                    fold(res.get(), nbytes)
+    finally:
+        stop()
+    for split, n in rows_seen.items():
+        stats[split].rows = n
+    t_read = time.perf_counter() - t0
+    timings = {"read_and_map": round(t_read, 4), "map_cpu": round(map_seconds, 4)}
+    for check in instances:
+        t1 = time.perf_counter()
+        check.timed_finish()
+        timings[f"finish.{check.name}"] = round(time.perf_counter() - t1, 4)
+    results = [c.result() for c in instances]
+    fingerprint = hashlib.sha256("".join(f"{s.split}:{s.sha256};" for s in stats.values()).encode()).hexdigest()
+    run_id = hashlib.sha256(f"{started.isoformat()}{fingerprint}{contract.sha256}{os.getpid()}".encode()).hexdigest()
+    return CheckRun(run_id=run_id[:16], dataset=str(dataset), contract=contract, splits=list(stats.values()),
+                    results=results, started_at=started, seconds=time.perf_counter() - t0,
+                    fingerprint=fingerprint, options={"checks": names, "workers": n_workers}, timings=timings)

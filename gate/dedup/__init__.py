@@ -1,0 +1,39 @@
+"""Near-duplicate detection (datasketch-compatible MinHash + LSH, exact verification); a pure library, no I/O."""
+
+from gate.dedup.cluster import (
+    Cluster,
+    CrossPair,
+    CrossResult,
+    DuplicateAssignment,
+    NearDupConfig,
+    NearDupCounters,
+    NearDupIndex,
+    NearDupResult,
+    VerifiedPair,
+    find_near_duplicates,
+)
+from gate.dedup.lsh import LshPlan, choose_bands, detection_curve
+from gate.dedup.minhash import MinHashConfig, minhash_signatures
+from gate.dedup.shingles import ShingleConfig, normalize, shingle_batch, shingle_hashes
+
+__all__ = [
+    "Cluster",
+    "CrossPair",
+    "CrossResult",
+    "DuplicateAssignment",
+    "LshPlan",
+    "MinHashConfig",
+    "NearDupConfig",
+    "NearDupCounters",
+    "NearDupIndex",
+    "NearDupResult",
+    "ShingleConfig",
+    "VerifiedPair",
+    "choose_bands",
+    "detection_curve",
+    "find_near_duplicates",
+    "minhash_signatures",
+    "normalize",
+    "shingle_batch",
+    "shingle_hashes",
+]

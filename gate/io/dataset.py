@@ -1,0 +1,279 @@
+"""Discovering the splits of a dataset and streaming them in bounded chunks.
+
+A dataset is a directory of split files, a single file, or a Hugging Face `save_to_disk` directory.
+Reading is chunked so that peak memory does not grow with the file: JSONL is cut into blobs of whole
+lines (parsed later, possibly in worker processes), columnar formats into Arrow record batches.
+The content hash of every file is computed from the stored bytes during the same pass.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from gate.errors import InputError
+
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".ndjson")
+PARQUET_SUFFIXES = (".parquet",)
+SPLIT_ORDER = ("train", "training", "val", "valid", "validation", "dev", "test", "eval")
+CHUNK_BYTES = 4 << 20
+DEFAULT_MAX_LINE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class SplitSource:
+    """One split of a dataset and where it lives."""
+
+    split: str
+    path: Path
+    format: str  # jsonl | jsonl.gz | jsonl.zst | parquet | hf
+
+    @property
+    def display(self) -> str:
+        return str(self.path)
+
+
+@dataclass
+class Chunk:
+    """A unit of work: whole JSONL lines as one blob, or an Arrow record batch, with its first row number."""
+
+    split: str
+    file: str
+    first_row: int  # 1-based line (JSONL) or row (columnar) number of the first row in the chunk
+    blob: bytes | None = None
+    batch: Any = None  # pyarrow.RecordBatch for columnar sources
+
+    @property
+    def nbytes(self) -> int:
+        if self.blob is not None:
+            return len(self.blob)
+        return int(self.batch.nbytes) if self.batch is not None else 0
+
+
+@dataclass
+class SplitStats:
+    """What reading one split saw; filled in while streaming."""
+
+    split: str
+    file: str
+    format: str
+    rows: int = 0
+    bytes: int = 0
+    sha256: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _split_name(path: Path) -> str:
+    name = path.name
+    for suffix in sorted(JSONL_SUFFIXES + PARQUET_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def _format_of(path: Path) -> str | None:
+    name = path.name
+    if name.endswith(".jsonl.gz"):
+        return "jsonl.gz"
+    if name.endswith(".jsonl.zst"):
+        return "jsonl.zst"
+    if name.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return None
+
+
+def _split_sort_key(split: str) -> tuple[int, str]:
+    return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
+
+
+def discover(path: str | Path) -> list[SplitSource]:
+    """Finds the splits of a dataset; fails with one clear line when there are none."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file or directory", file=str(p))
+    if p.is_file():
+        fmt = _format_of(p)
+        if fmt is None:
+            raise InputError("unsupported file type (expected .jsonl, .jsonl.gz, .jsonl.zst or .parquet)", file=str(p))
+        return [SplitSource(_split_name(p), p, fmt)]
+    if (p / "dataset_dict.json").is_file():
+        try:
+            splits = json.loads((p / "dataset_dict.json").read_text())["splits"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"not a Hugging Face DatasetDict ({exc})", file=str(p / "dataset_dict.json")) from None
+        return sorted((SplitSource(s, p / s, "hf") for s in splits), key=lambda s: _split_sort_key(s.split))
+    if (p / "state.json").is_file() and any(p.glob("*.arrow")):
+        return [SplitSource("train", p, "hf")]
+    found: dict[str, SplitSource] = {}
+    for child in sorted(p.iterdir()):
+        fmt = _format_of(child) if child.is_file() else None
+        if fmt is None or child.name in ("FAULTS.json", "MANIFEST.json", "PAIRS.json"):
+            continue
+        split = _split_name(child)
+        if split in found:
+            raise InputError(f"split '{split}' is stored twice ({found[split].path.name} and {child.name})",
+                             file=str(p))
+        found[split] = SplitSource(split, child, fmt)
+    if not found:
+        raise InputError("no split files found (expected train.jsonl, val.jsonl, test.jsonl, ... or .parquet)",
+                         file=str(p))
+    return sorted(found.values(), key=lambda s: _split_sort_key(s.split))
+
+
+class _HashingReader(io.RawIOBase):
+    """Hashes the stored bytes as they are read, so a fingerprint costs no second pass."""
+
+    def __init__(self, raw: BinaryIO, digest: Any) -> None:
+        self._raw = raw
+        self._digest = digest
+        self.nbytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._raw.readinto(b)
+        if n:
+            self._digest.update(memoryview(b)[:n])
+            self.nbytes += n
+        return n or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _open_text_stream(src: SplitSource, digest: Any) -> tuple[BinaryIO, _HashingReader]:
+    raw = open(src.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
+    hashing = _HashingReader(raw, digest)
+    buffered = io.BufferedReader(hashing, buffer_size=1 << 20)
+    if src.format == "jsonl.gz":
+        return gzip.GzipFile(fileobj=buffered, mode="rb"), hashing  # type: ignore[return-value]
+    if src.format == "jsonl.zst":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True), hashing
+    return buffered, hashing
+
+
+def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK_BYTES,
+                max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, batch_rows: int = 4096) -> Iterator[Chunk]:
+    """Streams one split as chunks; fills `stats` (rows, bytes, sha256) once the split is read to its end."""
+    if src.format == "parquet":
+        yield from _iter_parquet(src, stats, batch_rows)
+        return
+    if src.format == "hf":
+        yield from _iter_hf(src, stats, batch_rows)
+        return
+    digest = hashlib.sha256()
+    try:
+        stream, hashing = _open_text_stream(src, digest)
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror}", file=src.display) from None
+    line_no = 1
+    pending = b""
+    seen_content = False
+    try:
+        with stream:
+            while True:
+                try:
+                    data = stream.read(chunk_bytes)
+                except (OSError, EOFError) as exc:
+                    raise InputError(f"cannot decompress ({exc})", file=src.display, line=line_no) from None
+                except Exception as exc:  # zstandard raises its own ZstdError
+                    raise InputError(f"cannot decompress ({exc})", file=src.display, line=line_no) from None
+                if not data:
+                    break
+                buf = pending + data if pending else data
+                cut = buf.rfind(b"\n")
+                if cut < 0:
+                    if len(buf) > max_line_bytes:
+                        raise InputError(f"line is longer than {max_line_bytes >> 20} MiB", file=src.display,
+                                         line=line_no)
+                    pending = buf
+                    continue
+                blob, pending = buf[: cut + 1], buf[cut + 1:]
+                if line_no == 1 and blob.startswith(b"\xef\xbb\xbf"):
+                    blob = blob[3:]
+                seen_content = seen_content or not blob.isspace()
+                yield Chunk(src.split, src.display, line_no, blob=blob)
+                line_no += blob.count(b"\n")
+            if pending:
+                if line_no == 1 and pending.startswith(b"\xef\xbb\xbf"):
+                    pending = pending[3:]
+                seen_content = seen_content or not pending.isspace()
+                yield Chunk(src.split, src.display, line_no, blob=pending)
+    finally:
+        stats.bytes = hashing.nbytes
+    stats.sha256 = digest.hexdigest()
+    if not seen_content:
+        raise InputError("file is empty (no rows)", file=src.display)
+
+
+def _hash_files(paths: list[Path]) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    total = 0
+    for path in paths:
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+                total += len(block)
+    return digest.hexdigest(), total
+
+
+def _iter_parquet(src: SplitSource, stats: SplitStats, batch_rows: int) -> Iterator[Chunk]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(src.path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"not a readable Parquet file ({exc})", file=src.display) from None
+    row = 1
+    try:
+        for batch in pf.iter_batches(batch_size=batch_rows):
+            if batch.num_rows:
+                yield Chunk(src.split, src.display, row, batch=batch)
+                row += batch.num_rows
+    except pa.ArrowException as exc:
+        raise InputError(f"cannot read Parquet ({exc})", file=src.display, line=row) from None
+    stats.rows = row - 1
+    stats.sha256, stats.bytes = _hash_files([src.path])
+    if stats.rows == 0:
+        raise InputError("file is empty (no rows)", file=src.display)
+
+
+def _iter_hf(src: SplitSource, stats: SplitStats, batch_rows: int) -> Iterator[Chunk]:
+    """Reads a `save_to_disk` split through `datasets` itself, memory-mapped, batch by batch."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    try:
+        import datasets
+    except ImportError:
+        raise InputError("reading a Hugging Face datasets directory needs the 'hf' extra (pip install 'gate[hf]')",
+                         file=src.display) from None
+    try:
+        ds = datasets.load_from_disk(str(src.path))
+    except Exception as exc:  # datasets raises a variety of errors for a broken directory
+        raise InputError(f"cannot load with datasets.load_from_disk ({exc})", file=src.display) from None
+    table = ds.with_format("arrow")
+    row = 1
+    for batch in table.iter(batch_size=batch_rows):
+        for rb in batch.to_batches():
+            if rb.num_rows:
+                yield Chunk(src.split, src.display, row, batch=rb)
+                row += rb.num_rows
+    stats.rows = row - 1
+    stats.sha256, stats.bytes = _hash_files(sorted(src.path.glob("*.arrow")))
+    if stats.rows == 0:
+        raise InputError("split is empty (no rows)", file=src.display)

@@ -1,0 +1,137 @@
+"""Rendering a `gate check` run: report.json (for machines), report.md (for the pull request), junit.xml (for CI).
+
+All three are rendered from the same CheckRun and written together, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from gate.data.base import CheckResult, Finding
+from gate.data.runner import CheckRun
+from gate.io.atomic import atomic_dir
+from gate.names import CHECK_NAMES
+
+REPORT_SCHEMA = "gate.check.report/1"
+STATUS_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skipped": "➖"}
+
+
+def _split_rank(run: CheckRun) -> dict[str, int]:
+    return {s.split: i for i, s in enumerate(run.splits)}
+
+
+def sorted_findings(run: CheckRun, res: CheckResult) -> list[Finding]:
+    rank = _split_rank(run)
+    return sorted(res.findings, key=lambda f: (rank.get(f.split, -1), f.row if f.row is not None else -1,
+                                               f.field or "", f.rule))
+
+
+def to_json(run: CheckRun) -> dict[str, Any]:
+    return {
+        "schema": REPORT_SCHEMA,
+        "gate_version": run.gate_version,
+        "run_id": run.run_id,
+        "started_at": run.started_at.isoformat(),
+        "seconds": round(run.seconds, 3),
+        "verdict": run.verdict,
+        "dataset": {"path": run.dataset, "fingerprint": run.fingerprint,
+                    "splits": [{"split": s.split, "file": s.file, "format": s.format, "rows": s.rows,
+                                "bytes": s.bytes, "sha256": s.sha256} for s in run.splits]},
+        "contract": {"name": run.contract.name, "version": run.contract.version, "path": run.contract.path,
+                     "sha256": run.contract.sha256},
+        "checks": [{"name": r.name, "version": r.version, "status": r.status, "counts": r.counts,
+                    "summary": r.summary, "seconds": round(r.seconds, 4), "details": r.details}
+                   for r in run.results],
+        "findings": [f.to_dict() for r in run.results for f in sorted_findings(run, r)],
+        "timings": run.timings,
+    }
+
+
+def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
+    verdict = "✅ PASS" if run.verdict == "pass" else "❌ FAIL"
+    failed = [r.name for r in run.results if r.status == "fail"]
+    lines = [f"## gate check: {verdict}", ""]
+    lines.append(f"`{run.dataset}` against contract **{run.contract.name}** v{run.contract.version} "
+                 f"({run.rows:,} rows in {len(run.splits)} split(s); "
+                 f"fingerprint `{run.fingerprint[:12]}`, contract `{run.contract.sha256[:12]}`).")
+    if failed:
+        lines.append(f"Failed checks: {', '.join(f'`{n}`' for n in failed)}.")
+    lines += ["", "| check | status | scanned | flagged rows | findings | summary |", "|---|---|---:|---:|---:|---|"]
+    for r in run.results:
+        lines.append(f"| `{r.name}` | {STATUS_ICON.get(r.status, '')} {r.status} | {r.counts.get('scanned', 0):,} | "
+                     f"{r.counts.get('flagged_rows', 0):,} | {r.counts.get('findings', 0):,} | {_md(r.summary)} |")
+    not_run = [n for n in CHECK_NAMES if n not in {r.name for r in run.results}]
+    if not_run:
+        lines += ["", f"<sub>Not run: {', '.join(not_run)}.</sub>"]
+    lines += ["", "| split | rows | file | sha256 |", "|---|---:|---|---|"]
+    for s in run.splits:
+        lines.append(f"| {s.split} | {s.rows:,} | `{Path(s.file).name}` | `{s.sha256[:12]}` |")
+    for r in run.results:
+        if not r.findings:
+            continue
+        shown = sorted_findings(run, r)[:max_examples]
+        lines += ["", f"### `{r.name}`: {len(r.findings)} finding(s)"
+                  + (f", first {len(shown)}" if len(shown) < len(r.findings) else ""), "",
+                  "| split | row | id | field | rule | message | snippet (redacted) |",
+                  "|---|---:|---|---|---|---|---|"]
+        for f in shown:
+            lines.append(f"| {f.split} | {f.row if f.row is not None else '–'} | {_md(f.row_id or '')} | "
+                         f"`{_md(f.field or '')}` | `{f.rule}` | {_md(f.message)} | {_md(f.snippet or '')} |")
+    lines += ["", f"<sub>gate {run.gate_version} · run `{run.run_id}` · {run.seconds:.1f} s</sub>", ""]
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_junit(run: CheckRun, max_listed: int = 50) -> str:
+    fails = sum(1 for r in run.results if r.status == "fail")
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name="gate check" tests="{len(run.results)}" failures="{fails}" '
+           f'time="{run.seconds:.3f}">',
+           f'  <testsuite name={quoteattr("gate check " + run.contract.name)} tests="{len(run.results)}" '
+           f'failures="{fails}" errors="0" skipped="0" time="{run.seconds:.3f}">']
+    for r in run.results:
+        out.append(f'    <testcase classname="gate.check" name={quoteattr(r.name)} time="{r.seconds:.3f}">')
+        if r.status == "fail":
+            body = "\n".join(f"{f.split}:{f.row} {f.field} {f.rule}: {f.message}"
+                             for f in sorted_findings(run, r)[:max_listed])
+            out.append(f"      <failure message={quoteattr(r.summary)} type=\"gate.{r.name}\">{escape(body)}</failure>")
+        elif r.findings:
+            out.append(f"      <system-out>{escape(r.summary)}</system-out>")
+        out.append("    </testcase>")
+    out += ["  </testsuite>", "</testsuites>", ""]
+    return "\n".join(out)
+
+
+def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
+    """`::error file=...,line=...::` workflow commands, capped per check so a bad file does not flood the log."""
+    lines = []
+    for r in run.results:
+        level = "error" if r.status == "fail" else "warning"
+        split_file = {s.split: s.file for s in run.splits}
+        for f in sorted_findings(run, r)[:max_per_check]:
+            file = split_file.get(f.split, run.dataset)
+            loc = f"file={file}" + (f",line={f.row}" if f.row is not None and file.endswith((".jsonl", ".json"))
+                                    else "")
+            msg = f"{f.field}: {f.rule}: {f.message}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            lines.append(f"::{level} {loc},title=gate {r.name}::{msg}")
+    return lines
+
+
+def write_reports(run: CheckRun, report_dir: str | Path, max_examples: int = 10) -> Path:
+    """Writes report.json, report.md and junit.xml into `report_dir`, atomically replacing an older report."""
+    report_dir = Path(report_dir)
+    with atomic_dir(report_dir) as tmp:
+        (tmp / "report.json").write_text(json.dumps(to_json(run), indent=2, default=str) + "\n", encoding="utf-8")
+        (tmp / "report.md").write_text(to_markdown(run, max_examples), encoding="utf-8")
+        (tmp / "junit.xml").write_text(to_junit(run), encoding="utf-8")
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
+            fh.write(to_markdown(run, max_examples))
+    return report_dir

@@ -1,0 +1,30 @@
+"""What a person sees in the terminal after `gate check`: the verdict, a table to compare checks, where to look."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from gate.data.runner import CheckRun
+
+_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skipped": "dim"}
+
+
+def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> None:
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console.width = 140
+    verdict = "[bold green]PASS[/]" if run.verdict == "pass" else "[bold red]FAIL[/]"
+    if not quiet:
+        table = Table(title=f"gate check · {run.dataset} · contract {run.contract.name} v{run.contract.version}",
+                      title_justify="left")
+        for col, kw in (("check", {"no_wrap": True}), ("status", {}), ("scanned", {"justify": "right"}),
+                        ("flagged rows", {"justify": "right"}), ("findings", {"justify": "right"}), ("summary", {})):
+            table.add_column(col, **kw)
+        for r in run.results:
+            table.add_row(r.name, f"[{_STYLE.get(r.status, '')}]{r.status}[/]", f"{r.counts.get('scanned', 0):,}",
+                          f"{r.counts.get('flagged_rows', 0):,}", f"{r.counts.get('findings', 0):,}", r.summary)
+        console.print(table)
+    console.print(f"{verdict} {run.dataset}: {run.rows:,} rows, "
+                  f"{sum(len(r.findings) for r in run.results):,} finding(s), {run.seconds:.1f} s "
+                  f"→ {report_dir}/report.md")

@@ -1,0 +1,1 @@
+"""The record: every run, dataset version and finding in one DuckDB file that dashboards read."""
