@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 
-class FailOn(str, Enum):
+class FailOn(StrEnum):
     error = "error"
     warning = "warning"
     never = "never"
@@ -71,6 +71,17 @@ def check(
                              db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
                              max_examples=max_examples, quiet=quiet)
     raise typer.Exit(code)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Run the whole loop on the bundled fixtures with embedded defaults (no servers, no GPU)."""
+    from gate.commands.demo import run_demo
+
+    raise typer.Exit(run_demo(str(out), db))
 
 
 def main() -> None:

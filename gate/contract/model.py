@@ -161,7 +161,7 @@ def load_contract(path: str | Path) -> Contract:
         raise ContractError(f"cannot read contract ({exc.strerror})", file=str(p)) from None
     try:
         root = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader
+        data = yaml.load(text, Loader=_LineLoader)
     except ContractError as exc:
         exc.file = str(p)
         raise
@@ -237,7 +237,7 @@ def load_contract(path: str | Path) -> Contract:
             check_regex(rx, ["refusal", "when_user_matches", i])
         if refusal.get("expect_text_matches"):
             check_regex(refusal["expect_text_matches"], ["refusal", "expect_text_matches"])
-        if not (refusal.get("expect_output") or refusal.get("expect_text_matches") or refusal.get("forbid_tool_calls")):
+        if not any(refusal.get(k) for k in ("expect_output", "expect_text_matches", "forbid_tool_calls")):
             raise fail("a refusal rule needs expect_output, expect_text_matches or forbid_tool_calls", ["refusal"])
     for check in (data.get("thresholds") or {}).get("max_findings", {}):
         if check not in CHECK_NAMES:

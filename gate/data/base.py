@@ -87,6 +87,7 @@ class Check(ABC):
 
     def finish(self) -> None:
         """Dataset-level work once every batch was reduced (uniqueness, duplicates across the file...)."""
+        return None
 
     def timed_finish(self) -> None:
         t0 = time.perf_counter()
@@ -100,8 +101,8 @@ class Check(ABC):
         counts = {"scanned": 0, **dict(self.counts), "flagged_rows": self.flagged_rows(),
                   "findings": len(self.findings), "errors": errors}
         return CheckResult(self.name, self.version, status, counts,
-                           sorted(self.findings, key=_finding_order), self.seconds, self.summary(status, errors, limit),
-                           self.details())
+                           sorted(self.findings, key=_finding_order), self.seconds,
+                           self.summary(status, errors, limit), self.details())
 
     def flagged_rows(self) -> int:
         return len({(f.split, f.row) for f in self.findings if f.row is not None})

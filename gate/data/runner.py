@@ -85,7 +85,8 @@ def show_progress() -> bool:
 
 
 def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = None, workers: int | None = None,
-               progress: bool | None = None, chunk_bytes: int | None = None) -> CheckRun:
+               progress: bool | None = None, chunk_bytes: int | None = None,
+               min_parallel_bytes: int = SMALL_INPUT_BYTES) -> CheckRun:
     """Runs the named checks (default: all registered) and returns their results; raises GateError on bad input."""
     started = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -97,7 +98,7 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     instances = [CHECKS[n](contract) for n in names]
     total_bytes = sum(s.path.stat().st_size if s.path.is_file() else 0 for s in sources)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if total_bytes < SMALL_INPUT_BYTES:
+    if total_bytes < min_parallel_bytes:  # forking workers costs more than it saves on small inputs
         n_workers = min(n_workers, 1)
     stats = {s.split: SplitStats(s.split, s.display, s.format) for s in sources}
     rows_seen = dict.fromkeys(stats, 0)

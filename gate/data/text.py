@@ -37,7 +37,8 @@ def message_text(msg: dict[str, Any], include_tool_calls: bool = True) -> str:
     return "\n".join(parts)
 
 
-def row_text(row: dict[str, Any], roles: Iterable[str] = ("user", "assistant"), include_tool_calls: bool = True) -> str:
+def row_text(row: dict[str, Any], roles: Iterable[str] = ("user", "assistant"),
+             include_tool_calls: bool = True) -> str:
     """The concatenated text of the messages whose role is in `roles`."""
     wanted = set(roles)
     msgs = row.get("messages")

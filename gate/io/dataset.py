@@ -152,7 +152,7 @@ class _HashingReader(io.RawIOBase):
 
 
 def _open_text_stream(src: SplitSource, digest: Any) -> tuple[BinaryIO, _HashingReader]:
-    raw = open(src.path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
+    raw = open(src.path, "rb")
     hashing = _HashingReader(raw, digest)
     buffered = io.BufferedReader(hashing, buffer_size=1 << 20)
     if src.format == "jsonl.gz":

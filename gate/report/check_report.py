@@ -101,7 +101,8 @@ def to_junit(run: CheckRun, max_listed: int = 50) -> str:
         if r.status == "fail":
             body = "\n".join(f"{f.split}:{f.row} {f.field} {f.rule}: {f.message}"
                              for f in sorted_findings(run, r)[:max_listed])
-            out.append(f"      <failure message={quoteattr(r.summary)} type=\"gate.{r.name}\">{escape(body)}</failure>")
+            out.append(f"      <failure message={quoteattr(r.summary)} type=\"gate.{r.name}\">"
+                       f"{escape(body)}</failure>")
         elif r.findings:
             out.append(f"      <system-out>{escape(r.summary)}</system-out>")
         out.append("    </testcase>")

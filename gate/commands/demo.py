@@ -1,0 +1,61 @@
+"""`gate demo`: the main job end to end on embedded defaults, with the repository's fixtures.
+
+At this stage the loop is the data door: every fixture dataset is checked against its contract, and the
+demo verifies the gate says what it should (clean sets pass, faulty sets fail) before printing the verdicts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from gate.errors import ExitCode, GateError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DEMO_DATASETS = [
+    ("triage-clean", "triage.yaml", "pass"),
+    ("triage-faulty", "triage.yaml", "fail"),
+    ("tool-use-clean", "tool-use.yaml", "pass"),
+    ("tool-use-faulty", "tool-use.yaml", "fail"),
+]
+
+
+def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
+    from gate.commands.check import exit_code_for
+    from gate.contract import load_contract
+    from gate.data.runner import run_checks
+    from gate.report.check_report import write_reports
+    from gate.store.db import record_check_run
+
+    console = Console(highlight=False)
+    table = Table(title="gate demo: the data door on the fixture datasets", title_justify="left")
+    for col in ("dataset", "contract", "rows", "verdict", "expected", "failed checks", "findings", "report"):
+        table.add_column(col)
+    surprises = 0
+    for name, contract_file, expected in DEMO_DATASETS:
+        dataset = ROOT / "fixtures" / "datasets" / name
+        if not dataset.exists():
+            raise GateError("fixture dataset missing (run `python fixtures/generate.py`)", file=str(dataset))
+        contract = load_contract(ROOT / "contracts" / contract_file)
+        run = run_checks(str(dataset), contract)
+        code = exit_code_for(run)
+        report = Path(out_dir) / name
+        write_reports(run, report)
+        record_check_run(run, int(code), db)
+        ok = run.verdict == expected
+        surprises += not ok
+        failed = ", ".join(r.name for r in run.results if r.status == "fail") or "–"
+        style = "green" if run.verdict == "pass" else "red"
+        table.add_row(name, contract.name, f"{run.rows:,}", f"[{style}]{run.verdict.upper()}[/]",
+                      expected.upper() + ("" if ok else " [bold red](unexpected)[/]"), failed,
+                      f"{sum(len(r.findings) for r in run.results):,}", f"{report}/report.md")
+    console.print(table)
+    if surprises:
+        console.print(f"[bold red]{surprises} dataset(s) did not get the expected verdict[/]")
+        return int(ExitCode.ERROR)
+    console.print("Every dataset got the expected verdict. Open a report.md to see the findings; "
+                  "the runs are recorded in the DuckDB file.")
+    return int(ExitCode.PASS)

@@ -1,0 +1,57 @@
+"""Shared helpers: run the real `gate` CLI in a subprocess and build small datasets on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures" / "datasets"
+CONTRACTS = ROOT / "contracts"
+
+
+def run_gate(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+             timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "CI": "true", **(env or {})}
+    full_env.pop("GITHUB_ACTIONS", None)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd or ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return path
+
+
+def triage_row(i: int, text: str | None = None, answer: dict | None = None, **meta: object) -> dict:
+    row = {"id": f"tri-{i:06d}", "source": "email", "customer": f"cus-{i:05d}",
+           "created_at": "2026-03-04T10:22:31Z", "language": "en",
+           "messages": [{"role": "system", "content": "You triage support tickets into JSON."},
+                        {"role": "user", "content": text or f"The invoice number {i} shows a double charge for march"},
+                        {"role": "assistant", "content": json.dumps(
+                            answer or {"product": "billing", "severity": "medium", "next_action": "refund_review"})}]}
+    row.update(meta)
+    return row
+
+
+@pytest.fixture
+def triage_contract():
+    from gate.contract import load_contract
+
+    return load_contract(CONTRACTS / "triage.yaml")
+
+
+@pytest.fixture
+def tool_contract():
+    from gate.contract import load_contract
+
+    return load_contract(CONTRACTS / "tool-use.yaml")

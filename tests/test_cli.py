@@ -1,0 +1,145 @@
+"""The CLI as users and CI see it: exit codes, one-line errors, untouched inputs, no partial reports."""
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import CONTRACTS, run_gate, triage_row, write_jsonl
+
+
+def _digest(path):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(path.iterdir()) if p.is_file()}
+
+
+def test_help_does_not_import_heavy_libraries():
+    heavy = ("great_expectations", "pandas", "torch", "presidio_analyzer", "transformers", "datasets", "duckdb",
+             "pyarrow", "vllm", "ray")
+    code = f"import sys; import gate.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    res = run_gate("--help")
+    assert res.returncode == 0 and "check" in res.stdout
+
+
+def test_check_pass_and_fail_exit_codes_reports_and_record(tmp_path):
+    good = tmp_path / "good"
+    write_jsonl(good / "train.jsonl", [triage_row(i, f"ticket {i} about a broken {i} widget") for i in range(20)])
+    db = tmp_path / "g.duckdb"
+    res = run_gate("check", str(good), "--contract", str(CONTRACTS / "triage.yaml"), "--report-dir",
+                   str(tmp_path / "rep"), "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    assert "PASS" in res.stdout
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert report["verdict"] == "pass" and report["schema"] == "gate.check.report/1"
+    assert {c["name"] for c in report["checks"]} >= {"contract", "exact_duplicate"}
+
+    bad = tmp_path / "bad"
+    rows = [triage_row(i, f"ticket {i} about a broken {i} widget") for i in range(20)]
+    rows[4]["source"] = "carrier-pigeon"
+    rows[9] = {**rows[2], "id": "tri-000099"}
+    write_jsonl(bad / "train.jsonl", rows)
+    res = run_gate("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep2"),
+                   "--db", str(db))
+    assert res.returncode == 100, res.stderr
+    report = json.loads((tmp_path / "rep2" / "report.json").read_text())
+    assert report["verdict"] == "fail"
+    got = {(f["check"], f["split"], f["row"], f["rule"]) for f in report["findings"]}
+    assert got == {("contract", "train", 5, "source.allowed"), ("exact_duplicate", "train", 10, "exact_duplicate")}
+    md = (tmp_path / "rep2" / "report.md").read_text()
+    assert md.startswith("## gate check: ❌ FAIL")
+    assert "| `contract` | ❌ fail |" in md
+
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    runs = con.execute("SELECT verdict, exit_code, rows FROM runs ORDER BY started_at").fetchall()
+    assert runs == [("pass", 0, 20), ("fail", 100, 20)]
+    assert con.execute('SELECT count(*) FROM findings WHERE "check" = \'exact_duplicate\'').fetchall() == [(1,)]
+    assert con.execute("SELECT count(DISTINCT fingerprint) FROM dataset_versions").fetchall() == [(2,)]
+    con.close()
+
+
+def test_junit_and_github_annotations(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    bad = tmp_path / "bad"
+    rows = [triage_row(i, f"ticket {i} about a broken {i} widget") for i in range(5)]
+    rows[1]["language"] = "fr"
+    write_jsonl(bad / "train.jsonl", rows)
+    summary = tmp_path / "summary.md"
+    res = run_gate("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"), "--no-db",
+                   env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    assert res.returncode == 100
+    assert f"::error file={bad / 'train.jsonl'},line=2,title=gate contract::language: language.allowed" in res.stdout
+    assert summary.read_text().startswith("## gate check")
+    root = ET.parse(tmp_path / "rep" / "junit.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["contract"].find("failure") is not None
+    assert cases["exact_duplicate"].find("failure") is None
+
+
+BAD_INPUTS = {
+    "malformed": (b'{"id": "tri-000001"}\n{"id": \n', "train.jsonl:2: malformed JSON"),
+    "utf8": (b'{"id": "tri-\xc3\x28"}\n', "train.jsonl:1: invalid UTF-8"),
+    "not-object": (b"[1, 2, 3]\n", "train.jsonl:1: row is an array"),
+    "empty": (b"", "train.jsonl: file is empty"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_exit_1_no_report_input_unchanged(tmp_path, case):
+    content, needle = BAD_INPUTS[case]
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    (ds / "train.jsonl").write_bytes(content)
+    before = _digest(ds)
+    res = run_gate("check", str(ds), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"),
+                   "--db", str(tmp_path / "g.duckdb"))
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert not (tmp_path / "rep").exists()
+    assert not (tmp_path / "g.duckdb").exists()
+    assert _digest(ds) == before
+
+
+def test_old_report_survives_a_failed_run(tmp_path):
+    good = tmp_path / "good"
+    write_jsonl(good / "train.jsonl", [triage_row(1)])
+    rep = tmp_path / "rep"
+    args = ("check", str(good), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(rep), "--no-db")
+    assert run_gate(*args).returncode == 0
+    before = (rep / "report.json").read_text()
+    (good / "train.jsonl").write_text("{oops\n")
+    assert run_gate(*args).returncode == 1
+    assert (rep / "report.json").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good", "rep"]
+
+
+def test_missing_file_contract_typo_and_usage(tmp_path):
+    res = run_gate("check", str(tmp_path / "nope"), "-c", str(CONTRACTS / "triage.yaml"), "--no-db")
+    assert res.returncode == 1 and "no such file or directory" in res.stderr
+    bad = tmp_path / "c.yaml"
+    bad.write_text((CONTRACTS / "triage.yaml").read_text().replace("group_key:", "grup_key:"))
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [triage_row(1)])
+    res = run_gate("check", str(tmp_path / "ds"), "-c", str(bad), "--no-db")
+    assert res.returncode == 1
+    assert "unknown key 'grup_key' (did you mean 'group_key'?)" in res.stderr
+    assert res.stderr.count("\n") == 1
+    res = run_gate("check", str(tmp_path / "ds"))
+    assert res.returncode == 2
+
+
+def test_a_50_mb_row_is_a_length_finding_not_a_crash(tmp_path):
+    row = triage_row(1, "x " * (25 << 20))
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [row, triage_row(2)])
+    res = run_gate("check", str(tmp_path / "ds"), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"),
+                   "--no-db", "--checks", "contract,length")
+    assert res.returncode == 100, res.stderr
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert [(f["check"], f["row"], f["rule"]) for f in report["findings"]] == [("length", 1, "length.row_chars")]
+
