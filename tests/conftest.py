@@ -55,3 +55,10 @@ def tool_contract():
     from gate.contract import load_contract
 
     return load_contract(CONTRACTS / "tool-use.yaml")
+
+
+@pytest.fixture(scope="module")
+def triage_contract_module():
+    from gate.contract import load_contract
+
+    return load_contract(CONTRACTS / "triage.yaml")

@@ -85,6 +85,10 @@ class Check(ABC):
         self.findings.extend(findings)
         self.counts.update(counts)
 
+    def warm_up(self) -> None:
+        """Slow set-up for `finish` (imports, engines), run in a parent thread while workers map."""
+        return None
+
     def finish(self) -> None:
         """Dataset-level work once every batch was reduced (uniqueness, duplicates across the file...)."""
         return None

@@ -11,6 +11,7 @@ import hashlib
 import multiprocessing as mp
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -127,6 +128,9 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
         else:
             ctx = mp.get_context("fork")
             with ctx.Pool(n_workers, initializer=_init_worker, initargs=(instances,)) as pool:
+                # started only after the workers are forked: forking while a thread imports is unsafe
+                warm = threading.Thread(target=lambda: [c.warm_up() for c in instances], daemon=True)
+                warm.start()
                 window: deque[tuple[Any, int]] = deque()
                 for chunk in chunks():
                     window.append((pool.apply_async(_map_chunk, (chunk,)), chunk.nbytes))

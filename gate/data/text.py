@@ -5,20 +5,19 @@ Exact and near duplicates must agree on what "the same text" means, so both use 
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-_WS = re.compile(r"\s+")
 # Zero-width and other invisible format characters that make equal texts look different.
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 
 
 def normalize(text: str) -> str:
     """NFKC, invisible characters removed, casefolded, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).casefold()
-    return _WS.sub(" ", text).strip()
+    if not text.isascii():  # ASCII is already in NFKC and has no invisible characters
+        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    return " ".join(text.casefold().split())
 
 
 def message_text(msg: dict[str, Any], include_tool_calls: bool = True) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -19,7 +20,7 @@ from jsonschema.exceptions import ValidationError
 
 from gate.contract.expectations import compile_rules, run_rules
 from gate.contract.model import Contract, thaw
-from gate.contract.rows import row_schema
+from gate.contract.rows import fast_row_check, row_schema
 from gate.data.base import Batch, Check, Finding
 from gate.report.redact import snippet
 
@@ -99,7 +100,10 @@ class ContractCheck(Check):
         c = contract
         self._rules = compile_rules(c)
         self._columns = sorted({r.column for r in self._rules})
+        types = {f.name: f.type for f in c.fields}
+        self._column_types = [(k, types.get(k, "string")) for k in self._columns]
         self._row_validator = Draft202012Validator(row_schema(c))
+        self._row_fast_ok = fast_row_check(c)
         self._output_validator = (Draft202012Validator(thaw(c.output_schema), format_checker=FormatChecker())
                                   if c.output_schema is not None else None)
         self._tools = {t.name: (Draft202012Validator(thaw(t.parameters), format_checker=FormatChecker()),
@@ -107,11 +111,12 @@ class ContractCheck(Check):
         self._row_tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                              "parameters": thaw(t.parameters)}} for t in c.tools]
         refusal = c.refusal or {}
-        self._refusal_rx = [re.compile(rx) for rx in refusal.get("when_user_matches", ())]
+        self._refusal_rx = _combine(refusal.get("when_user_matches", ()))
         self._refusal_text = re.compile(refusal["expect_text_matches"]) if refusal.get("expect_text_matches") else None
         self._refusal_output = dict(refusal.get("expect_output") or {})
         self._forbid_tools = bool(refusal.get("forbid_tool_calls"))
         self._missing = c.missing_information
+        self._answer = lru_cache(maxsize=1 << 16)(self._answer_uncached)
         # parent-side state
         self._column_chunks: dict[str, list[Any]] = {}
         self._typed_bad: set[tuple[str, int, str]] = set()
@@ -143,15 +148,14 @@ class ContractCheck(Check):
             cols["__split"].append(batch.split)
             cols["__row"].append(line)
             cols["__id"].append(rid)
-            for k in self._columns:
-                spec = next(f for f in self.contract.fields if f.name == k)
+            for k, kind in self._column_types:
                 v = row.get(k)
-                cols[k].append(v if v is not None and _type_ok(spec.type, v) else None)
+                cols[k].append(v if v is not None and _type_ok(kind, v) else None)
         return findings, counts, cols, typed_bad
 
     def _check_row(self, row: dict[str, Any], add: Any) -> None:
         c = self.contract
-        if not self._row_validator.is_valid(row):
+        if not self._row_fast_ok(row) and not self._row_validator.is_valid(row):
             for err in self._row_validator.iter_errors(row):
                 add(_path(err.absolute_path), "row.schema", _explain(err),
                     err.instance if not isinstance(err.instance, dict | list) else None)
@@ -207,18 +211,24 @@ class ContractCheck(Check):
         for i, m in answers:
             if c.output_format != "json":
                 continue
-            try:
-                obj = orjson.loads(m["content"])
-            except orjson.JSONDecodeError:
-                add(f"messages[{i}].content", "output.parse", "assistant answer is not valid JSON", m["content"])
-                continue
+            obj, problems = self._answer(m["content"])
             if i == len(msgs) - 1:
                 final_obj = obj
-            if self._output_validator is not None:
-                for err in self._output_validator.iter_errors(obj):
-                    add(_path(err.absolute_path, f"messages[{i}].content"), "output.schema", _explain(err),
-                        err.instance if not isinstance(err.instance, dict | list) else None)
+            for sub, rule, message, value in problems:
+                add(_path(sub, f"messages[{i}].content"), rule, message, value)
         self._check_rules(msgs, final_obj, add)
+
+    def _answer_uncached(self, content: str) -> tuple[Any, tuple[tuple[tuple[Any, ...], str, str, Any], ...]]:
+        """Parses and validates one answer; memoised because answers of structured tasks repeat a lot."""
+        try:
+            obj = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            return None, (((), "output.parse", "assistant answer is not valid JSON", content),)
+        if self._output_validator is None or self._output_validator.is_valid(obj):
+            return obj, ()
+        return obj, tuple((tuple(err.absolute_path), "output.schema", _explain(err),
+                           err.instance if not isinstance(err.instance, dict | list) else None)
+                          for err in self._output_validator.iter_errors(obj))
 
     def _check_call(self, fn: dict[str, Any], where: str, add: Any) -> None:
         name = fn["name"]
@@ -278,6 +288,10 @@ class ContractCheck(Check):
                     f"information marked missing, so the answer must set {expect}")
 
     # ---------------------------------------------------------------- parent
+    def warm_up(self) -> None:
+        if self._rules:
+            import great_expectations  # noqa: F401 - a 2-3 s import, overlapped with the scan
+
     def reduce(self, partial: Any) -> None:
         findings, counts, cols, typed_bad = partial
         self.findings.extend(findings)
@@ -326,6 +340,23 @@ class ContractCheck(Check):
     def details(self) -> dict[str, Any]:
         return {"rules": Counter(f.rule for f in self.findings), "expectations": len(self._rules),
                 "engine": "jsonschema (Draft 2020-12) + great-expectations (ephemeral)"}
+
+
+def _combine(patterns: Any) -> list[re.Pattern[str]]:
+    """One alternation instead of one pass per pattern; patterns with their own inline flags stay separate."""
+    plain = [p for p in patterns if not p.startswith("(?")]
+    flagged = [p for p in patterns if p.startswith("(?")]
+    out = [re.compile("|".join(f"(?:{p})" for p in plain))] if plain else []
+    by_flags: dict[str, list[str]] = {}
+    for p in flagged:
+        m = re.match(r"\(\?([aiLmsux]+)\)", p)
+        if m:
+            by_flags.setdefault(m.group(1), []).append(p[m.end():])
+        else:
+            out.append(re.compile(p))
+    for flags, body in by_flags.items():
+        out.append(re.compile(f"(?{flags})" + "|".join(f"(?:{b})" for b in body)))
+    return out
 
 
 def _norm_tools(tools: Any) -> Any:
