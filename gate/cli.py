@@ -74,6 +74,29 @@ def check(
 
 
 @app.command()
+def split(
+    dataset: Annotated[Path, typer.Argument(help="Dataset to split (all its rows are reassigned).")],
+    contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (its group_key).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (written atomically).")],
+    ratios: Annotated[str, typer.Option("--ratios", help="Target shares, in the order of --names.")] = "0.8,0.1,0.1",
+    names: Annotated[str, typer.Option("--names", help="Split names.")] = "train,val,test",
+    salt: Annotated[str, typer.Option("--salt", help="Changes every assignment at once.")] = "gate-split-v1",
+    drop_ungrouped: Annotated[bool, typer.Option("--drop-ungrouped", help="Leave out rows without a group key "
+                                                                          "instead of failing.")] = False,
+) -> None:
+    """Assign whole groups (customer, repo, document, time window) to train/val/test by a stable hash."""
+    from gate.commands.split import run_split_command
+
+    try:
+        ratio_values = [float(x) for x in ratios.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"not a list of numbers: {ratios}", param_hint="--ratios") from None
+    raise typer.Exit(run_split_command(dataset=str(dataset), contract_path=str(contract), out=str(out),
+                                       ratios=ratio_values, names=[n.strip() for n in names.split(",")], salt=salt,
+                                       drop_ungrouped=drop_ungrouped))
+
+
+@app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from gate.errors import ExitCode, GateError
+from gate.report.console import make_console
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
     from gate.report.check_report import write_reports
     from gate.store.db import record_check_run
 
-    console = Console(highlight=False)
+    console = make_console()
     table = Table(title="gate demo: the data door on the fixture datasets", title_justify="left")
     for col in ("dataset", "contract", "rows", "verdict", "expected", "failed checks", "findings", "report"):
         table.add_column(col)

@@ -108,6 +108,7 @@ CONTRACT_SCHEMA: dict[str, Any] = {
         },
         "group_key": {"type": "string"},
         "group_fallback_key": {"type": "string"},
+        "group_window": {"enum": ["day", "week", "month", "year"]},
         "text": {
             "type": "object",
             "additionalProperties": False,

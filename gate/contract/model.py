@@ -77,6 +77,7 @@ class Contract:
     missing_information: MappingProxyType | None = None
     group_key: str | None = None
     group_fallback_key: str | None = None
+    group_window: str | None = None
     text_roles: tuple[str, ...] = ("user", "assistant")
     include_tool_calls: bool = True
     limits: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
@@ -279,6 +280,7 @@ def load_contract(path: str | Path) -> Contract:
         refusal=_freeze(refusal) if refusal else None,
         missing_information=_freeze(data["missing_information"]) if data.get("missing_information") else None,
         group_key=data.get("group_key"), group_fallback_key=data.get("group_fallback_key"),
+        group_window=data.get("group_window"),
         text_roles=tuple(text.get("roles", ("user", "assistant"))),
         include_tool_calls=text.get("include_tool_calls", True),
         limits=_freeze(data.get("limits") or {}),

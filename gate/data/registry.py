@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from gate.data.base import Check
+from gate.data.checks.boilerplate import BoilerplateCheck
 from gate.data.checks.contract import ContractCheck
 from gate.data.checks.exact_duplicate import ExactDuplicateCheck
+from gate.data.checks.group_split import GroupSplitCheck
 from gate.data.checks.length import LengthCheck
 
 CHECKS: dict[str, type[Check]] = {
     "contract": ContractCheck,
     "exact_duplicate": ExactDuplicateCheck,
+    "group_split": GroupSplitCheck,
     "length": LengthCheck,
+    "boilerplate": BoilerplateCheck,
 }
 
 

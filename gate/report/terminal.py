@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.table import Table
 
 from gate.data.runner import CheckRun
+from gate.report.console import make_console
 
 _STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skipped": "dim"}
 
 
 def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> None:
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console.width = 140
+    console = make_console()
     verdict = "[bold green]PASS[/]" if run.verdict == "pass" else "[bold red]FAIL[/]"
     if not quiet:
         table = Table(title=f"gate check · {run.dataset} · contract {run.contract.name} v{run.contract.version}",

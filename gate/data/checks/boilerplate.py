@@ -1,0 +1,121 @@
+"""`boilerplate`: assistant text dominated by lines and sentences repeated across many rows.
+
+A model trained on a slice where every answer ends in the same signature or disclaimer learns to emit it.
+Assistant (loss-bearing) text is cut into lines and sentences; a segment that occurs in at least
+`min_rows` rows (and at least `min_share` of rows) is boilerplate. A row whose assistant text is covered
+by boilerplate beyond `max_row_share` is a finding; the report lists the share per split and source slice
+and the most repeated segments (as hashes and redacted snippets). Structured (JSON) answers are skipped:
+they repeat by design.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from gate.contract import Contract
+from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.text import normalize
+from gate.report.redact import snippet
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+DEFAULTS = {"min_rows": 5, "min_share": 0.0, "max_row_share": 0.5, "min_chars": 20}
+
+
+def segments(text: str, min_chars: int) -> list[tuple[int, int, str]]:
+    """(hash, length, normalised text) of each line or sentence long enough to matter."""
+    out = []
+    for seg in _SENTENCES.split(text):
+        norm = normalize(seg)
+        if len(norm) >= min_chars:
+            out.append((xxhash.xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass")), len(seg.strip()), norm))
+    return out
+
+
+class BoilerplateCheck(Check):
+    name = "boilerplate"
+    version = "1"
+
+    def __init__(self, contract: Contract) -> None:
+        super().__init__(contract)
+        self.opts = {**DEFAULTS, **contract.options("boilerplate")}
+        self._skip = contract.output_format == "json" and not contract.options("boilerplate").get("force")
+        self._rows: list[tuple[str, int, str | None, str, int, np.ndarray, np.ndarray]] = []
+        self._examples: dict[int, str] = {}
+
+    def map(self, batch: Batch) -> Any:
+        if self._skip:
+            return batch.split, []
+        out = []
+        min_chars = int(self.opts["min_chars"])
+        for line, row in batch.rows:
+            msgs = row.get("messages")
+            if not isinstance(msgs, list):
+                continue
+            text = "\n".join(m["content"] for m in msgs if isinstance(m, dict) and m.get("role") == "assistant"
+                             and isinstance(m.get("content"), str))
+            total = len(text.strip())
+            segs = segments(text, min_chars) if total else []
+            rid = row.get("id") if isinstance(row.get("id"), str) else None
+            source = row.get("source") if isinstance(row.get("source"), str) else "(none)"
+            out.append((line, rid, source, total, np.asarray([h for h, _, _ in segs], dtype=np.uint64),
+                        np.asarray([n for _, n, _ in segs], dtype=np.int64),
+                        {h: t for h, _, t in segs}))
+        return batch.split, out
+
+    def reduce(self, partial: Any) -> None:
+        split, rows = partial
+        for line, rid, source, total, hashes, lengths, texts in rows:
+            self.counts["scanned"] += 1
+            self._rows.append((split, line, rid, source, total, hashes, lengths))
+            for h, t in texts.items():
+                self._examples.setdefault(h, t)
+
+    def finish(self) -> None:
+        if self._skip or not self._rows:
+            return
+        n_rows = len(self._rows)
+        all_hashes = np.concatenate([np.unique(r[5]) for r in self._rows]) if self._rows else np.empty(0, np.uint64)
+        uniq, df = np.unique(all_hashes, return_counts=True)
+        need = max(int(self.opts["min_rows"]), int(np.ceil(float(self.opts["min_share"]) * n_rows)))
+        boiler = set(uniq[df >= need].tolist())
+        df_of = dict(zip(uniq.tolist(), df.tolist(), strict=True))
+        slices: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        limit = float(self.opts["max_row_share"])
+        for split, line, rid, source, total, hashes, lengths in self._rows:
+            covered = int(sum(n for h, n in zip(hashes.tolist(), lengths.tolist(), strict=True) if h in boiler))
+            covered = min(covered, total)
+            slices[(split, source)][0] += covered
+            slices[(split, source)][1] += total
+            if total and covered / total > limit:
+                self.counts["dominated_rows"] += 1
+                self.findings.append(Finding("boilerplate", split, line, "messages", "boilerplate", "error",
+                                             f"{covered / total:.0%} of the assistant text is boilerplate repeated "
+                                             f"across rows (limit {limit:.0%})", None, rid))
+        self.counts["boilerplate_segments"] = len(boiler)
+        top = sorted(boiler, key=lambda h: -df_of[h])[:5]
+        self._details = {
+            "slices": [{"split": sp, "source": so, "boilerplate_share": round(c / t, 4) if t else 0.0,
+                        "assistant_chars": t} for (sp, so), (c, t) in sorted(slices.items())],
+            "top_segments": [{"rows": int(df_of[h]), "snippet": snippet(self._examples[h], 60, words=True)}
+                             for h in top],
+            "options": self.opts,
+        }
+        self._rows.clear()
+
+    def details(self) -> dict[str, Any]:
+        return getattr(self, "_details", {"options": self.opts})
+
+    def result(self) -> CheckResult:
+        res = super().result()
+        if self._skip:
+            res.status = "skipped"
+            res.summary = "structured (JSON) answers repeat by design; boilerplate is not measured"
+        else:
+            res.summary = (f"{self.counts['dominated_rows']} row(s) dominated by boilerplate; "
+                           f"{self.counts['boilerplate_segments']} repeated segment(s)")
+        return res
