@@ -8,10 +8,13 @@ from gate.data.checks.contract import ContractCheck
 from gate.data.checks.exact_duplicate import ExactDuplicateCheck
 from gate.data.checks.group_split import GroupSplitCheck
 from gate.data.checks.length import LengthCheck
+from gate.data.checks.near_duplicate import LeakageCheck, NearDuplicateCheck
 
 CHECKS: dict[str, type[Check]] = {
     "contract": ContractCheck,
     "exact_duplicate": ExactDuplicateCheck,
+    "near_duplicate": NearDuplicateCheck,
+    "leakage": LeakageCheck,
     "group_split": GroupSplitCheck,
     "length": LengthCheck,
     "boilerplate": BoilerplateCheck,

@@ -2,22 +2,26 @@
 
 Every reported pair is verified by exact Jaccard on shingle sets (never an estimate), so a report never names a false
 pair; recall is governed by the LSH plan, whose detection curve is part of the result. Clusters are the connected
-components of verified pairs; in each, the member with the smallest caller-given key (e.g. (split priority, row)) is
-kept and every other member is a duplicate naming that key as its cluster id, with evidence.
+components of the candidate pairs whose exact Jaccard reaches the threshold; a candidate whose two ends are already
+connected is not verified (it cannot change a cluster), which keeps dense clusters of k near-copies at ~k
+verifications instead of k^2/2. In each cluster the member with the smallest caller-given key (e.g. (split priority,
+row)) is kept; every other member is a duplicate naming that key as its cluster id, with evidence.
 
-Memory stays bounded by the signature matrix (docs x num_perm x 4 B): texts are shingled in chunks and shingles are
-discarded after hashing; only documents that appear in candidate pairs are re-shingled for verification.
+Memory is the signature matrix (docs x num_perm x 4 B) plus the shingles of documents that have candidates: texts
+are shingled in chunks and shingles discarded after hashing; candidate documents are re-shingled for verification.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+
 import numpy as np
 
+from gate.dedup._arrays import dense_ids, ranks_within, sorted_unique
 from gate.dedup.lsh import LshPlan, band_keys, candidate_pairs, cross_candidate_pairs, plan_bands
 from gate.dedup.minhash import MinHashConfig, minhash_signatures
-from gate.dedup.shingles import ShingleConfig, shingle_batch
+from gate.dedup.shingles import ShingleBatch, ShingleConfig, shingle_batch
 
 __all__ = [
     "Cluster",
@@ -30,6 +34,10 @@ __all__ = [
     "NearDupResult",
     "VerifiedPair",
     "connected_components",
+    "union_edges",
+    "verify_spanning",
+    "exact_jaccard",
+    "ShingleSets",
     "find_near_duplicates",
 ]
 
@@ -105,9 +113,10 @@ class NearDupCounters:
     docs: int
     empty_docs: int  # no shingles after normalisation: never near-duplicates (exact-dup checks own them)
     identical_signature_docs: int  # collapsed onto a representative before banding (star pairs, still verified)
-    candidate_pairs: int
-    verified_pairs: int
-    false_candidates_rejected: int
+    candidate_pairs: int  # distinct pairs sharing a band (plus identical-signature members with their representative)
+    skipped_already_connected: int  # candidates not verified because their ends were already in one cluster
+    verified_pairs: int  # candidates verified with exact Jaccard >= threshold (the edges behind the clusters)
+    false_candidates_rejected: int  # candidates verified with exact Jaccard < threshold
     oversized_buckets: int  # buckets reduced to a chain of pairs (see MinHashConfig.max_bucket)
     clusters: int
     rows_in_clusters: int
@@ -123,7 +132,9 @@ class NearDupResult:
     counters: NearDupCounters
     clusters: tuple[Cluster, ...]  # ordered by cluster id
     duplicates: tuple[DuplicateAssignment, ...]  # ordered by key
-    pairs: tuple[VerifiedPair, ...]  # every verified pair, ordered by (left key, right key)
+    # the verified edges that built the clusters, ordered by (left key, right key); candidates whose ends were already
+    # connected are not verified, so this is not every pair above the threshold (clusters are the same either way)
+    pairs: tuple[VerifiedPair, ...]
 
 
 @dataclass(frozen=True)
@@ -169,62 +180,175 @@ class CrossResult:
 # Building blocks
 
 
-def connected_components(n: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Component label (smallest member position) for each of n nodes, from edges, vectorised union-find.
+def _flatten(parent: np.ndarray) -> None:
+    """Pointer jumping until every node points at its root (in place)."""
+    while True:
+        grand = parent[parent]
+        if np.array_equal(grand, parent):
+            return
+        parent[:] = grand
+
+
+def union_edges(parent: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
+    """Vectorised union-find: merge the components of each (left[k], right[k]) into ``parent`` (flat, in place).
 
     Min-label hooking with full pointer jumping: each round hooks every edge's larger root under the smaller, then
-    flattens; it stops when every edge joins equal roots, which is exactly the union-find answer.
+    flattens; it stops when every edge joins equal roots, so each component ends labelled by its smallest node.
     """
-    parent = np.arange(n, dtype=np.int64)
     left, right = np.asarray(left, np.int64), np.asarray(right, np.int64)
     while left.size:
         pl, pr = parent[left], parent[right]
         differ = pl != pr
         if not differ.any():
-            break
+            return
         pl, pr = pl[differ], pr[differ]
-        lo, hi = np.minimum(pl, pr), np.maximum(pl, pr)
-        np.minimum.at(parent, hi, lo)
-        while True:  # pointer jumping until every node points at a root
-            grand = parent[parent]
-            if np.array_equal(grand, parent):
-                break
-            parent = grand
+        np.minimum.at(parent, np.maximum(pl, pr), np.minimum(pl, pr))
+        _flatten(parent)
+
+
+def connected_components(n: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Component label (smallest member position) of each of n nodes, given edges."""
+    parent = np.arange(n, dtype=np.int64)
+    union_edges(parent, left, right)
     return parent
 
 
-class _ShingleSets:
-    """Distinct-shingle sets of selected documents, computed on demand in one batch (re-shingling is cheaper than
-    holding every document's shingles in memory)."""
+def verify_spanning(
+    n: int,
+    left: np.ndarray,
+    right: np.ndarray,
+    jaccard: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    threshold: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """Connected components of the graph of candidate edges whose exact Jaccard >= threshold, verifying as few
+    edges as possible.
 
-    def __init__(self, texts: Sequence[str], config: ShingleConfig) -> None:
-        self._texts = texts
-        self._config = config
-        self._sets: dict[int, frozenset[int]] = {}
+    An edge whose ends are already connected cannot change the components, so it is skipped. Rounds are Borůvka-like:
+    each current component verifies up to K of its untested edges to other components (K doubles per round, so a
+    component with many false candidates needs only log rounds); passing edges are united. A dense cluster of k
+    near-copies thus costs ~k verifications instead of k^2/2, and the result equals verifying every edge.
 
-    def load(self, indices: np.ndarray) -> None:
-        need = [int(i) for i in np.unique(indices) if int(i) not in self._sets]
-        for s in range(0, len(need), 8192):
-            part = need[s : s + 8192]
-            batch = shingle_batch([self._texts[i] for i in part], self._config)
-            for k, i in enumerate(part):
-                self._sets[i] = batch.doc_set(k)
+    Returns (labels, passed edge indices, their Jaccard, edges tested, edges rejected).
+    """
+    parent = np.arange(n, dtype=np.int64)
+    left, right = np.asarray(left, np.int64), np.asarray(right, np.int64)
+    remaining = np.arange(left.size, dtype=np.int64)
+    passed: list[np.ndarray] = []
+    passed_j: list[np.ndarray] = []
+    tested = rejected = 0
+    per_component = 1
+    while remaining.size:
+        lu, lv = parent[left[remaining]], parent[right[remaining]]
+        open_ = lu != lv
+        remaining, lu, lv = remaining[open_], lu[open_], lv[open_]
+        if remaining.size == 0:
+            break
+        owner = np.minimum(lu, lv)
+        order = np.argsort(owner, kind="stable")  # stable: within a component, edges keep their given order
+        owner_sorted = owner[order]
+        run_start = np.flatnonzero(np.concatenate(([True], owner_sorted[1:] != owner_sorted[:-1])))
+        rank = ranks_within(np.diff(np.append(run_start, order.size)))
+        pick = np.zeros(remaining.size, dtype=bool)
+        pick[order[rank < per_component]] = True
+        edges = remaining[pick]
+        jac = jaccard(left[edges], right[edges])
+        ok = jac >= threshold
+        tested += int(edges.size)
+        rejected += int((~ok).sum())
+        passed.append(edges[ok])
+        passed_j.append(jac[ok])
+        union_edges(parent, left[edges[ok]], right[edges[ok]])
+        remaining = remaining[~pick]
+        per_component = min(per_component * 2, 1 << 12)
+    edges = np.concatenate(passed) if passed else np.zeros(0, np.int64)
+    jac = np.concatenate(passed_j) if passed_j else np.zeros(0, np.float64)
+    return parent, edges, jac, tested, rejected
 
-    def __getitem__(self, i: int) -> frozenset[int]:
-        return self._sets[i]
+
+class ShingleSets:
+    """The distinct-shingle sets of every document of a batch, laid out for exact overlaps of many pairs at once.
+
+    Shingles are mapped to dense ids and each document's set becomes a sorted run of keys ``doc * V + id``; an overlap
+    looks every element of the smaller set of each pair up in the other with one ``searchsorted``, so there is no
+    Python loop over pairs. Lookups run in slices of ~4M to bound memory.
+    """
+
+    def __init__(self, batch: ShingleBatch) -> None:
+        m = len(batch)
+        uniq, dense = dense_ids(batch.hashes)
+        self._v = np.int64(max(uniq.size, 1))
+        if m * int(self._v) >= 1 << 62:
+            raise ValueError("too many documents x distinct shingles for one verification batch")
+        self._keys = sorted_unique(np.repeat(np.arange(m, dtype=np.int64), batch.sizes) * self._v + dense)
+        self.sizes = np.bincount(self._keys // self._v, minlength=m)
+        self._start = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(self.sizes, out=self._start[1:])
+
+    def overlap(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(|A ∩ B|, |A|, |B|) for the document pairs (a[k], b[k])."""
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        keys, v = self._keys, self._v
+        inter = np.zeros(a.size, dtype=np.int64)
+        swap = self.sizes[a] > self.sizes[b]
+        small, big = np.where(swap, b, a), np.where(swap, a, b)
+        lookups = self.sizes[small]
+        step = 1 << 22
+        cuts = np.searchsorted(np.cumsum(lookups), np.arange(1, int(lookups.sum()) // step + 2) * step, "right")
+        lo = 0
+        for hi in sorted_unique(np.append(cuts, a.size)).tolist():
+            if hi <= lo or keys.size == 0:
+                continue
+            qn = lookups[lo:hi]
+            pos = np.repeat(self._start[small[lo:hi]], qn) + ranks_within(qn)
+            query = np.repeat(big[lo:hi] * v, qn) + keys[pos] % v
+            hit = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+            found = np.concatenate(([0], np.cumsum(keys[hit] == query)))
+            ends = np.cumsum(qn)
+            inter[lo:hi] = found[ends] - found[ends - qn]
+            lo = hi
+        return inter, self.sizes[a], self.sizes[b]
+
+    def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Exact Jaccard for the pairs (a[k], b[k]); two empty sets give 0 (never a duplicate)."""
+        inter, size_a, size_b = self.overlap(a, b)
+        return _ratio(inter, size_a + size_b - inter)
 
 
-def _jaccards(sets_a: _ShingleSets, a: np.ndarray, sets_b: _ShingleSets, b: np.ndarray) -> np.ndarray:
-    """Exact Jaccard of each (a[k], b[k]) pair; a Python loop over *pairs* (few), C set intersection inside."""
-    sets_a.load(a)
-    sets_b.load(b)
-    out = np.empty(len(a), dtype=np.float64)
-    for k, (i, j) in enumerate(zip(a.tolist(), b.tolist())):
-        x, y = sets_a[i], sets_b[j]
-        inter = len(x & y) if len(x) <= len(y) else len(y & x)
-        union = len(x) + len(y) - inter
-        out[k] = inter / union if union else 0.0
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    out = np.zeros(num.size, dtype=np.float64)
+    np.divide(num, den, out=out, where=den > 0)
     return out
+
+
+def exact_jaccard(batch: ShingleBatch, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact Jaccard of the shingle sets of documents a[k] and b[k] of ``batch`` (see :class:`ShingleSets`)."""
+    return ShingleSets(batch).jaccard(a, b)
+
+
+class _Subset:
+    """Shingles of selected documents from one or two text sources, re-computed for verification (cheaper than
+    holding every document's shingles), addressed by (source, original position)."""
+
+    def __init__(self, config: ShingleConfig, *sources: tuple[Sequence[str], np.ndarray]) -> None:
+        self._positions: list[np.ndarray] = []
+        self._base: list[int] = []
+        hashes: list[np.ndarray] = []
+        sizes: list[np.ndarray] = []
+        base = 0
+        for texts, positions in sources:
+            pos = sorted_unique(np.asarray(positions, dtype=np.int64))
+            batch = shingle_batch([texts[i] for i in pos.tolist()], config)
+            self._positions.append(pos)
+            self._base.append(base)
+            hashes.append(batch.hashes)
+            sizes.append(batch.sizes)
+            base += pos.size
+        offsets = np.zeros(base + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(sizes), out=offsets[1:])
+        self.sets = ShingleSets(ShingleBatch(hashes=np.concatenate(hashes), offsets=offsets, config=config))
+
+    def local(self, source: int, positions: np.ndarray) -> np.ndarray:
+        return self._base[source] + np.searchsorted(self._positions[source], positions)
 
 
 def _check_keys(keys: Sequence[Key] | None, n: int, what: str) -> list[Key]:
@@ -264,7 +388,7 @@ def _full_signature_groups(sig: np.ndarray, docs: np.ndarray) -> tuple[np.ndarra
     cand_rep = order[run_start]  # first doc (lowest position) of its hash run
     equal = np.all(sig[docs[order]] == sig[docs[cand_rep]], axis=1)  # confirm; a 64-bit collision stays separate
     rep[order[equal]] = docs[cand_rep[equal]]
-    reps = np.unique(rep)
+    reps = sorted_unique(rep)
     return rep, reps
 
 
@@ -279,7 +403,9 @@ class NearDupIndex:
     evaluation items for ``leakage``/``contamination``. ``texts`` is kept by reference for verification.
     """
 
-    def __init__(self, texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None):
+    def __init__(
+        self, texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None
+    ) -> None:
         self.config = config or NearDupConfig()
         self.texts = texts
         self.keys = _check_keys(keys, len(texts), "index")
@@ -290,7 +416,6 @@ class NearDupIndex:
         self._rep_of = np.full(len(texts), -1, dtype=np.int64)
         self._rep_of[docs] = self._rep
         self._band_keys = band_keys(self.signatures[self._reps], self.plan.bands, self.plan.rows)
-        self._sets = _ShingleSets(texts, self.config.shingles)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -306,16 +431,17 @@ class NearDupIndex:
         n = len(self.texts)
         pairs, oversized = candidate_pairs(self._band_keys, cfg.minhash.max_bucket)
         left, right = self._reps[pairs[:, 0]], self._reps[pairs[:, 1]]
-        # members of identical-signature groups are candidates with their representative
+        # members of identical-signature groups are candidates with their representative (tried first: they pass)
         members = np.flatnonzero((self._rep_of >= 0) & (self._rep_of != np.arange(n)))
-        left = np.concatenate((left, self._rep_of[members]))
-        right = np.concatenate((right, members))
-        n_candidates = int(left.size)
-        jac = _jaccards(self._sets, left, self._sets, right)
-        ok = jac >= threshold
-        left, right, jac = left[ok], right[ok], jac[ok]
+        left = np.concatenate((self._rep_of[members], left))
+        right = np.concatenate((members, right))
+        subset = _Subset(cfg.shingles, (self.texts, np.concatenate((left, right))))
+        labels, passed, jac, tested, rejected = verify_spanning(
+            n, left, right, lambda a, b: subset.sets.jaccard(subset.local(0, a), subset.local(0, b)), threshold
+        )
+        skipped = int(left.size) - tested
+        left, right = left[passed], right[passed]
 
-        labels = connected_components(n, left, right)
         in_cluster = np.zeros(n, dtype=bool)
         in_cluster[left] = True
         in_cluster[right] = True
@@ -324,17 +450,18 @@ class NearDupIndex:
         ranks[nodes] = _key_ranks(self.keys, nodes)
         # order cluster members by (label, key rank): the first of each label is the kept row
         order = nodes[np.lexsort((ranks[nodes], labels[nodes]))]
-        starts = np.flatnonzero(np.concatenate(([True], labels[order][1:] != labels[order][:-1]))) if order.size else order
+        ordered_labels = labels[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered_labels[1:] != ordered_labels[:-1])))[: order.size]
         kept_of_label = np.full(n, -1, dtype=np.int64)
         kept_of_label[labels[order[starts]]] = order[starts]
         kept = kept_of_label[labels]  # per node (valid where in_cluster)
 
         dups = nodes[kept[nodes] != nodes]
-        jac_kept = _jaccards(self._sets, dups, self._sets, kept[dups])
+        jac_kept = subset.sets.jaccard(subset.local(0, dups), subset.local(0, kept[dups]))
         best_partner, best_jac = _best_neighbours(n, left, right, jac, ranks)
 
         duplicates = []
-        for d, jk in zip(dups.tolist(), jac_kept.tolist()):
+        for d, jk in zip(dups.tolist(), jac_kept.tolist(), strict=True):
             k = int(kept[d])
             partner, pj = (k, jk) if jk >= threshold else (int(best_partner[d]), float(best_jac[d]))
             duplicates.append(DuplicateAssignment(index=d, key=self.keys[d], cluster=self.keys[k],
@@ -347,7 +474,7 @@ class NearDupIndex:
             k = int(kept[a.index])
             min_jk[k] = min(min_jk[k], a.jaccard_with_kept)
         bounds = np.append(starts, order.size).tolist()
-        spans = sorted(zip(bounds[:-1], bounds[1:]), key=lambda se: ranks[order[se[0]]])
+        spans = sorted(zip(bounds[:-1], bounds[1:], strict=True), key=lambda se: ranks[order[se[0]]])
         clusters = tuple(
             Cluster(id=self.keys[int(order[s])], kept=int(order[s]), members=tuple(order[s:e].tolist()),
                     member_keys=tuple(self.keys[i] for i in order[s:e].tolist()),
@@ -355,7 +482,7 @@ class NearDupIndex:
             for s, e in spans
         )
         vpairs = []
-        for i, j, v in zip(left.tolist(), right.tolist(), jac.tolist()):
+        for i, j, v in zip(left.tolist(), right.tolist(), jac.tolist(), strict=True):
             if ranks[i] > ranks[j]:
                 i, j = j, i
             vpairs.append(VerifiedPair(left=i, right=j, left_key=self.keys[i], right_key=self.keys[j], jaccard=v))
@@ -365,9 +492,10 @@ class NearDupIndex:
             docs=n,
             empty_docs=self.empty_docs,
             identical_signature_docs=int(members.size),
-            candidate_pairs=n_candidates,
+            candidate_pairs=tested + skipped,
+            skipped_already_connected=skipped,
             verified_pairs=len(vpairs),
-            false_candidates_rejected=n_candidates - len(vpairs),
+            false_candidates_rejected=rejected,
             oversized_buckets=oversized,
             clusters=len(clusters),
             rows_in_clusters=int(nodes.size),
@@ -393,18 +521,20 @@ class NearDupIndex:
         hi = np.searchsorted(grouped, rep, side="right")
         sizes = hi - lo
         q = np.repeat(q, sizes)
-        idx = group_order[np.repeat(lo, sizes) + _ranks_within(sizes)]
+        idx = group_order[np.repeat(lo, sizes) + ranks_within(sizes)]
         n_candidates = int(q.size)
 
-        qsets = _ShingleSets(texts, cfg.shingles)
-        jac = _jaccards(qsets, q, self._sets, idx)
+        subset = _Subset(cfg.shingles, (texts, q), (self.texts, idx))
+        q_local, i_local = subset.local(0, q), subset.local(1, idx)
+        inter, q_sizes, i_sizes = subset.sets.overlap(q_local, i_local)
+        jac = _ratio(inter, q_sizes + i_sizes - inter)
         ok = jac >= cfg.minhash.threshold
-        q, idx, jac = q[ok], idx[ok], jac[ok]
-        out = []
-        for a, b, v in zip(q.tolist(), idx.tolist(), jac.tolist()):
-            qs, xs = qsets[a], self._sets[b]
-            out.append(CrossPair(query_index=a, query_key=qkeys[a], index_index=b, index_key=self.keys[b],
-                                 jaccard=v, containment=len(qs & xs) / len(qs)))
+        q, idx, jac, containment = q[ok], idx[ok], jac[ok], inter[ok] / np.maximum(q_sizes[ok], 1)
+        out = [
+            CrossPair(query_index=a, query_key=qkeys[a], index_index=b, index_key=self.keys[b], jaccard=v,
+                      containment=c)
+            for a, b, v, c in zip(q.tolist(), idx.tolist(), jac.tolist(), containment.tolist(), strict=True)
+        ]
         qrank = _rank_array(qkeys, q)
         irank = _rank_array(self.keys, idx)
         out.sort(key=lambda p: (qrank[p.query_index], irank[p.index_index]))
@@ -415,17 +545,10 @@ class NearDupIndex:
         )
 
 
-def _ranks_within(sizes: np.ndarray) -> np.ndarray:
-    total = int(sizes.sum())
-    starts = np.zeros(sizes.size, dtype=np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    return np.arange(total, dtype=np.int64) - np.repeat(starts, sizes)
-
-
 def _rank_array(keys: list[Key], indices: np.ndarray) -> np.ndarray:
     """Array over all positions holding the key rank of each distinct listed position (-1 elsewhere)."""
     ranks = np.full(len(keys), -1, dtype=np.int64)
-    uniq = np.unique(indices)
+    uniq = sorted_unique(indices)
     if uniq.size:
         ranks[uniq] = _key_ranks(keys, uniq)
     return ranks

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gate.dedup._arrays import fmix64, ranks_within, sorted_unique
+
 __all__ = [
     "DEFAULT_CURVE_POINTS",
     "LshPlan",
@@ -149,15 +151,6 @@ def _band_multipliers(rows: int) -> np.ndarray:
     return (rng.randint(0, 1 << 63, rows, dtype=np.uint64) << np.uint64(1)) | np.uint64(1)
 
 
-def _fmix64(h: np.ndarray) -> np.ndarray:
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xC4CEB9FE1A85EC53)
-    h ^= h >> np.uint64(33)
-    return h
-
-
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """(docs x bands) uint64 bucket keys: band j hashes signature columns [j*r, (j+1)*r).
 
@@ -176,14 +169,7 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
             col ^= col >> np.uint64(29)
             col *= mult[k]
             keys += col
-        return _fmix64(keys)
-
-
-def _ranks_within(sizes: np.ndarray) -> np.ndarray:
-    total = int(sizes.sum())
-    starts = np.zeros(sizes.size, dtype=np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    return np.arange(total, dtype=np.int64) - np.repeat(starts, sizes)
+        return fmix64(keys)
 
 
 def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,11 +184,11 @@ def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _pairs_in_runs(members: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All (left, right) pairs within each run of ``members`` (runs given by start/length), vectorised."""
-    pos = np.repeat(starts, lengths) + _ranks_within(lengths)  # position of every run element
+    pos = np.repeat(starts, lengths) + ranks_within(lengths)  # position of every run element
     end = np.repeat(starts + lengths, lengths)
     counts = end - pos - 1  # partners to the right within its run
     left = np.repeat(members[pos], counts)
-    right_pos = np.repeat(pos + 1, counts) + _ranks_within(counts)
+    right_pos = np.repeat(pos + 1, counts) + ranks_within(counts)
     return left, members[right_pos]
 
 
@@ -226,7 +212,7 @@ def candidate_pairs(keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray
         left, right = _pairs_in_runs(order, starts[small], lengths[small])
         if big.any():
             # chain: members are in ascending document order within a run (stable sort), pair each with the next
-            bpos = np.repeat(starts[big], lengths[big]) + _ranks_within(lengths[big])
+            bpos = np.repeat(starts[big], lengths[big]) + ranks_within(lengths[big])
             last = np.repeat(starts[big] + lengths[big] - 1, lengths[big])
             bpos = bpos[bpos < last]
             left = np.concatenate((left, order[bpos]))
@@ -235,13 +221,15 @@ def candidate_pairs(keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray
         codes.append(lo.astype(np.int64) * n + hi)
     if not codes:
         return np.zeros((0, 2), dtype=np.int64), oversized
-    code = np.unique(np.concatenate(codes))
+    code = sorted_unique(np.concatenate(codes))
     if code.size == 0:
         return np.zeros((0, 2), dtype=np.int64), oversized
     return np.stack((code // n, code % n), axis=1), oversized
 
 
-def cross_candidate_pairs(index_keys: np.ndarray, query_keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray, int]:
+def cross_candidate_pairs(
+    index_keys: np.ndarray, query_keys: np.ndarray, max_bucket: int = 512
+) -> tuple[np.ndarray, int]:
     """Distinct (query_row, index_row) pairs sharing a band key between two key matrices, vectorised.
 
     Only cross pairs are produced (never query-query or index-index). A bucket whose cross product exceeds
@@ -267,15 +255,15 @@ def cross_candidate_pairs(index_keys: np.ndarray, query_keys: np.ndarray, max_bu
         oversized += int(big.sum())
         n_left_used = np.where(big, np.minimum(n_left, max_bucket), n_left)
         # every query member of a run pairs with the run's (first n_left_used) index members
-        qpos = np.repeat(starts + n_left, n_right) + _ranks_within(n_right)
+        qpos = np.repeat(starts + n_left, n_right) + ranks_within(n_right)
         per_q = np.repeat(n_left_used, n_right)
-        ipos = np.repeat(np.repeat(starts, n_right), per_q) + _ranks_within(per_q)
+        ipos = np.repeat(np.repeat(starts, n_right), per_q) + ranks_within(per_q)
         q = ident[order[np.repeat(qpos, per_q)]]
         i = ident[order[ipos]]
         codes.append(q.astype(np.int64) * n_index + i)
     if not codes:
         return np.zeros((0, 2), dtype=np.int64), oversized
-    code = np.unique(np.concatenate(codes))
+    code = sorted_unique(np.concatenate(codes))
     if code.size == 0:
         return np.zeros((0, 2), dtype=np.int64), oversized
     return np.stack((code // n_index, code % n_index), axis=1), oversized

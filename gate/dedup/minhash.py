@@ -131,7 +131,9 @@ def _to_scheme_values(token_hashes: np.ndarray, scheme: str) -> np.ndarray:
     return arr.astype(_DTYPES[scheme], copy=False)
 
 
-def minhash_signatures(token_hashes: np.ndarray, offsets: np.ndarray, config: MinHashConfig | None = None) -> np.ndarray:
+def minhash_signatures(
+    token_hashes: np.ndarray, offsets: np.ndarray, config: MinHashConfig | None = None
+) -> np.ndarray:
     """Signature matrix (docs x num_perm, uint32 for affine32) of documents given as flat token hashes + offsets.
 
     Document i owns ``token_hashes[offsets[i]:offsets[i+1]]``; repeats don't matter (min over a multiset). A

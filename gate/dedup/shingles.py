@@ -3,9 +3,10 @@
 Near-duplicate detection compares *sets of shingles*; whatever we do here decides what "the same text" means, so
 the rules are explicit, configurable and part of a stable cache key (``str(ShingleConfig)``).
 
-Hashing is done once per distinct token (a per-batch cache) with stdlib BLAKE2b, so results are stable across
-processes, machines and Python versions (no ``PYTHONHASHSEED``) without an extra dependency; n-gram hashes are then
-combined with numpy over the whole batch at once.
+Each text is normalised with C-speed ``str`` methods; after that the only whitespace left is U+0020, so a chunk of
+documents is tokenised and hashed as one UTF-8 byte array with numpy (no Python object per token), and n-gram
+hashes are combined over the whole chunk. The hashes are fixed functions of the bytes (no ``PYTHONHASHSEED``,
+no optional dependency), so they are stable across processes and machines; a golden-value test pins them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from gate.dedup._arrays import fmix64, ranks_within, sorted_unique
 
 __all__ = [
     "ShingleBatch",
@@ -91,25 +94,28 @@ def _ranges_class(codepoints: Iterable[int]) -> str:
 
 @functools.cache
 def _char_tables() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """Regexes for (invisible chars to delete, control chars to turn into spaces, punctuation).
+    """Regexes for (invisible chars to delete, control chars and non-ASCII whitespace to turn into a plain space,
+    punctuation).
 
     Built once per process from the running ``unicodedata`` (whose version is in the cache key) because Python's
-    ``re`` has no ``\\p{..}`` classes.
+    ``re`` has no ``\\p{..}`` classes. After them, a plain space is the only whitespace left, which lets the tokenizer
+    work on UTF-8 bytes.
     """
     invisible: list[int] = []
-    control: list[int] = []
+    spaces: list[int] = []
     punct: list[int] = []
     for cp in range(sys.maxunicode + 1):
-        cat = unicodedata.category(chr(cp))
+        c = chr(cp)
+        cat = unicodedata.category(c)
         if cat == "Cf":  # zero-width space/joiners, bidi marks and isolates, BOM, soft hyphen, tags
             invisible.append(cp)
-        elif cat == "Cc":
-            control.append(cp)
+        elif cat == "Cc" or (c.isspace() and c != " "):
+            spaces.append(cp)
         elif cat[0] == "P":
             punct.append(cp)
     return (
         re.compile(f"[{_ranges_class(invisible)}]+"),
-        re.compile(f"[{_ranges_class(control)}]+"),
+        re.compile(f"[{_ranges_class(spaces)}]+"),
         re.compile(f"[{_ranges_class(punct)}]+"),
     )
 
@@ -120,57 +126,39 @@ _ASCII_CTRL_TO_SPACE = str.maketrans({c: " " for c in map(chr, range(128)) if un
 _ASCII_BOTH_TO_SPACE = {**_ASCII_PUNCT_TO_SPACE, **_ASCII_CTRL_TO_SPACE}
 
 
-def _normalized_tokens(text: str, config: ShingleConfig) -> list[str]:
-    """Normalise ``text`` and split it into tokens (words, or characters of the space-joined words)."""
+def _normalize_raw(text: str, config: ShingleConfig) -> str:
+    """Normalised text whose only whitespace is U+0020, possibly in runs (the tokenizer collapses them)."""
     if text.isascii():
-        text = text.translate(_ASCII_BOTH_TO_SPACE if config.strip_punct else _ASCII_CTRL_TO_SPACE).lower()
-    else:
-        invisible, control, punct = _char_tables()
-        text = unicodedata.normalize("NFKC", text)
-        text = invisible.sub("", text)
-        text = control.sub(" ", text)
-        text = text.casefold()
-        if config.strip_accents:
-            decomposed = unicodedata.normalize("NFKD", text)
-            text = unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
-        if config.strip_punct:
-            text = punct.sub(" ", text)
-    words = text.split()
-    if config.unit == "word":
-        return words
-    return list(" ".join(words))
+        return text.translate(_ASCII_BOTH_TO_SPACE if config.strip_punct else _ASCII_CTRL_TO_SPACE).lower()
+    invisible, spaces, punct = _char_tables()
+    text = unicodedata.normalize("NFKC", text)
+    text = invisible.sub("", text)
+    text = spaces.sub(" ", text)
+    text = text.casefold()
+    if config.strip_accents:
+        decomposed = unicodedata.normalize("NFKD", text)
+        text = unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    if config.strip_punct:
+        text = punct.sub(" ", text)
+    return text
 
 
 def normalize(text: str, config: ShingleConfig | None = None) -> str:
-    """The canonical form compared by near-dup detection: NFKC, invisible chars removed, casefolded, optional
-    punctuation/accent stripping, whitespace collapsed to single spaces."""
-    config = config or ShingleConfig()
-    return " ".join(_normalized_tokens(text, ShingleConfig(n=1, unit="word", strip_punct=config.strip_punct,
-                                                           strip_accents=config.strip_accents)))
+    """The canonical form compared by near-dup detection: NFKC, invisible (format) chars removed, casefolded,
+    optional punctuation/accent stripping, whitespace collapsed to single spaces."""
+    return " ".join(_normalize_raw(text, config or ShingleConfig()).split())
 
 
 def tokenize(text: str, config: ShingleConfig | None = None) -> list[str]:
-    """Tokens of the normalised text (words or characters, per ``config.unit``)."""
-    return _normalized_tokens(text, config or ShingleConfig())
+    """Tokens of the normalised text (words or characters, per ``config.unit``); for inspection and tests, the
+    batch path hashes the same tokens without materialising them."""
+    config = config or ShingleConfig()
+    words = _normalize_raw(text, config).split()
+    return words if config.unit == "word" else list(" ".join(words))
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Hashing
-
-
-class _TokenHashCache(dict[str, int]):
-    """token -> 64-bit BLAKE2b hash, computed once per distinct token (``__missing__`` keeps ``map`` in C)."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__()
-        self._salt = seed.to_bytes(8, "little")
-
-    def __missing__(self, token: str) -> int:
-        # surrogatepass: lone surrogates (from sloppy JSON) must hash, not crash.
-        digest = hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8, salt=self._salt).digest()
-        value = int.from_bytes(digest, "little")
-        self[token] = value
-        return value
 
 
 def _splitmix64(x: int) -> int:
@@ -187,17 +175,74 @@ def _position_multipliers(n: int) -> np.ndarray:
 
 
 _LENGTH_SALT = np.uint64(0xD6E8FEB86659FD93)
-_FLUSH_TOKENS = 1 << 18
-_MAX_CACHED_TOKENS = 1 << 21
+_BLOCK_MULT = np.uint64(0x9FB21C651E98DF25)
+_LONG_TOKEN_BYTES = 256  # longer tokens (URLs, base64 blobs) are hashed one by one with BLAKE2b
+_FLUSH_BYTES = 1 << 21
 
 
-def _fmix64(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3 64-bit finaliser (bijective avalanche), so combined sums look uniformly random."""
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
+def _token_spans(buf: np.ndarray, doc_off: np.ndarray, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) byte offsets of every token in a concatenation of normalised UTF-8 documents.
+
+    Words are maximal runs of non-space bytes that do not cross a document boundary; characters start at every
+    byte that is not a UTF-8 continuation byte (documents are whole UTF-8 strings, so none is split).
+    """
+    nb = buf.size
+    if unit == "char":
+        starts = np.flatnonzero((buf & 0xC0) != 0x80)
+        return starts, np.append(starts[1:], nb)
+    is_tok = buf != 0x20
+    boundary = np.zeros(nb + 1, dtype=bool)
+    boundary[doc_off] = True  # a document start (or the end) cuts any token
+    prev_tok = np.concatenate(([False], is_tok[:-1])) & ~boundary[:-1]
+    next_tok = np.concatenate((is_tok[1:], [False])) & ~boundary[1:]
+    starts = np.flatnonzero(is_tok & ~prev_tok)
+    ends = np.flatnonzero(is_tok & ~next_tok) + 1
+    return starts, ends
+
+
+def _hash_tokens(padded: bytes, starts: np.ndarray, ends: np.ndarray, seed: int) -> np.ndarray:
+    """64-bit hash of each token's bytes, vectorised over all tokens.
+
+    ``padded`` is the chunk's UTF-8 bytes plus 8 zero bytes. A uint64 view with a 1-byte stride reads the 8 bytes
+    at any offset in one gather, so block k of every token is ``view[start + 8k]`` masked to the token's length; no
+    per-byte index arrays. Each token's state starts from (seed, length) and absorbs its blocks through the
+    MurmurHash3 finaliser. Tokens are sorted by block count so iteration k touches only tokens with a k-th block;
+    tokens over ``_LONG_TOKEN_BYTES`` (URLs, base64 blobs: rare) are hashed one by one with BLAKE2b instead, which
+    bounds the iterations.
+    """
+    lengths = ends - starts
+    out = np.empty(starts.size, dtype=np.uint64)
+    long_tok = np.flatnonzero(lengths > _LONG_TOKEN_BYTES)
+    salt = seed.to_bytes(8, "little")
+    for t in long_tok.tolist():
+        digest = hashlib.blake2b(padded[starts[t] : ends[t]], digest_size=8, salt=salt).digest()
+        out[t] = int.from_bytes(digest, "little")
+    short = np.flatnonzero(lengths <= _LONG_TOKEN_BYTES)
+    if short.size == 0:
+        return out
+    n_blocks = (lengths[short] + 7) >> 3
+    by_blocks = np.argsort(-n_blocks, kind="stable")
+    order = short[by_blocks]
+    s_start, s_len = starts[order], lengths[order]
+    neg_blocks = -n_blocks[by_blocks]  # ascending
+    words = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, offset=0, strides=(1,))
+    all_ones = np.uint64(_MASK64)
+    with np.errstate(over="ignore"):
+        h = s_len.astype(np.uint64)
+        h *= _LENGTH_SALT
+        h ^= np.uint64(_splitmix64(seed))
+        fmix64(h)
+        for k in range(int(-neg_blocks[0])):
+            c = int(np.searchsorted(neg_blocks, -k, side="left"))  # tokens with more than k blocks: a prefix
+            block = words[s_start[:c] + 8 * k]
+            remaining = np.minimum(s_len[:c] - 8 * k, 8).astype(np.uint64)
+            block &= all_ones >> (np.uint64(64) - np.uint64(8) * remaining)
+            part = h[:c]
+            part ^= block
+            part *= _BLOCK_MULT
+            fmix64(part)
+    out[order] = h
+    return out
 
 
 def _combine_ngrams(tok: np.ndarray, tok_off: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -217,10 +262,8 @@ def _combine_ngrams(tok: np.ndarray, tok_off: np.ndarray, n: int) -> tuple[np.nd
         return out, out_off
 
     with np.errstate(over="ignore"):
-        long_docs = np.flatnonzero(sizes >= n)
-        if long_docs.size:
-            total = tok.size
-            span = total - n + 1
+        if (sizes >= n).any():
+            span = tok.size - n + 1
             acc = tok[:span] * mult[0]
             for k in range(1, n):
                 acc += tok[k : k + span] * mult[k]
@@ -228,30 +271,20 @@ def _combine_ngrams(tok: np.ndarray, tok_off: np.ndarray, n: int) -> tuple[np.nd
             # keep starts i with doc_start <= i <= doc_end - n, i.e. windows entirely inside one document
             doc_of = np.repeat(np.arange(n_docs), sizes)[:span]
             valid = np.arange(span) <= tok_off[doc_of + 1] - n
-            dest_docs = np.repeat(np.arange(n_docs), counts)
-            is_long = sizes[dest_docs] >= n
-            out[is_long] = _fmix64(acc[valid])
+            is_long = np.repeat(sizes >= n, counts)
+            out[is_long] = fmix64(acc[valid])
         short_docs = np.flatnonzero((sizes > 0) & (sizes < n))
         if short_docs.size:
             # whole (short) document as a single shingle, same positional combination with its own length salt
             s_sizes = sizes[short_docs]
-            idx = np.repeat(tok_off[short_docs], s_sizes) + _ranks_within(s_sizes)
-            pos = _ranks_within(s_sizes)
-            terms = tok[idx] * mult[pos]
+            pos = ranks_within(s_sizes)
+            terms = tok[np.repeat(tok_off[short_docs], s_sizes) + pos] * mult[pos]
             starts = np.zeros(short_docs.size, dtype=np.int64)
             np.cumsum(s_sizes[:-1], out=starts[1:])
             sums = np.add.reduceat(terms, starts)
             sums ^= s_sizes.astype(np.uint64) * _LENGTH_SALT
-            out[out_off[short_docs]] = _fmix64(sums)
+            out[out_off[short_docs]] = fmix64(sums)
     return out, out_off
-
-
-def _ranks_within(sizes: np.ndarray) -> np.ndarray:
-    """[0..s0-1, 0..s1-1, ...] for run lengths ``sizes`` (vectorised)."""
-    total = int(sizes.sum())
-    starts = np.zeros(sizes.size, dtype=np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    return np.arange(total, dtype=np.int64) - np.repeat(starts, sizes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,44 +316,52 @@ class ShingleBatch:
         return frozenset(self.doc(i).tolist())
 
 
+def _shingle_chunk(normalised: list[bytes], config: ShingleConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle hashes and per-document counts of a chunk of normalised, UTF-8 encoded documents."""
+    doc_off = np.zeros(len(normalised) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, normalised), dtype=np.int64, count=len(normalised)), out=doc_off[1:])
+    padded = b"".join(normalised) + bytes(8)
+    buf = np.frombuffer(padded, dtype=np.uint8)[: doc_off[-1]]
+    starts, ends = _token_spans(buf, doc_off, config.unit)
+    tok = _hash_tokens(padded, starts, ends, config.seed)
+    tok_off = np.searchsorted(starts, doc_off, side="left")  # tokens never cross documents
+    hashes, offsets = _combine_ngrams(tok, tok_off, config.n)
+    return hashes, np.diff(offsets)
+
+
 def shingle_batch(texts: Sequence[str], config: ShingleConfig | None = None) -> ShingleBatch:
-    """Shingle many texts at once: one Python pass to tokenise, then vectorised n-gram hashing per chunk of
-    documents (so temporaries stay bounded whatever the batch size)."""
+    """Shingle many texts at once: normalise each in Python (C-speed str methods), then tokenise and hash the UTF-8
+    bytes of ~2 MB chunks with numpy, so no per-token Python object is ever created."""
     config = config or ShingleConfig()
-    cache = _TokenHashCache(config.seed)
-    lookup = cache.__getitem__
     hash_parts: list[np.ndarray] = []
-    count_parts: list[np.ndarray] = []
-    pending: list[int] = []
-    sizes: list[int] = []
-
-    def flush() -> None:
-        tok_off = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=tok_off[1:])
-        hashes, offsets = _combine_ngrams(np.array(pending, dtype=np.uint64), tok_off, config.n)
-        hash_parts.append(hashes)
-        count_parts.append(np.diff(offsets))
-        pending.clear()
-        sizes.clear()
-
+    count_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    pending: list[bytes] = []
+    pending_bytes = 0
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"text at position {i} is {type(text).__name__}, not str")
-        tokens = _normalized_tokens(text, config)
-        sizes.append(len(tokens))
-        pending.extend(map(lookup, tokens))
-        if len(pending) >= _FLUSH_TOKENS:
-            flush()
-            if len(cache) > _MAX_CACHED_TOKENS:  # bound the vocabulary cache on huge, diverse corpora
-                cache.clear()
-    flush()
+        norm = _normalize_raw(text, config)
+        if config.unit == "char":
+            norm = " ".join(norm.split())
+        # surrogatepass: lone surrogates (from sloppy JSON) must hash, not crash
+        encoded = norm.encode("utf-8", "surrogatepass")
+        pending.append(encoded)
+        pending_bytes += len(encoded)
+        if pending_bytes >= _FLUSH_BYTES:
+            hashes, counts = _shingle_chunk(pending, config)
+            hash_parts.append(hashes)
+            count_parts.append(counts)
+            pending, pending_bytes = [], 0
+    if pending or not hash_parts:
+        hashes, counts = _shingle_chunk(pending, config)
+        hash_parts.append(hashes)
+        count_parts.append(counts)
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(count_parts), out=offsets[1:])
-    hashes = np.concatenate(hash_parts) if len(hash_parts) > 1 else hash_parts[0]
-    return ShingleBatch(hashes=hashes, offsets=offsets, config=config)
+    return ShingleBatch(hashes=np.concatenate(hash_parts), offsets=offsets, config=config)
 
 
 def shingle_hashes(text: str, config: ShingleConfig | None = None) -> np.ndarray:
     """Distinct shingle hashes of one text (sorted uint64); empty text gives an empty array."""
     batch = shingle_batch([text], config)
-    return np.unique(batch.hashes)
+    return sorted_unique(batch.hashes)

@@ -1,7 +1,8 @@
 """`boilerplate`: assistant text dominated by lines and sentences repeated across many rows.
 
 A model trained on a slice where every answer ends in the same signature or disclaimer learns to emit it.
-Assistant (loss-bearing) text is cut into lines and sentences; a segment that occurs in at least
+Assistant (loss-bearing) text is cut into lines (the unit of signatures, disclaimers and templates, as in
+the duplicate-line filters of C4 and Gopher; `unit: sentence` cuts finer); a segment that occurs in at least
 `min_rows` rows (and at least `min_share` of rows) is boilerplate. A row whose assistant text is covered
 by boilerplate beyond `max_row_share` is a finding; the report lists the share per split and source slice
 and the most repeated segments (as hashes and redacted snippets). Structured (JSON) answers are skipped:
@@ -20,16 +21,21 @@ import xxhash
 from gate.contract import Contract
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.text import normalize
+from gate.errors import GateError
 from gate.report.redact import snippet
 
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
-DEFAULTS = {"min_rows": 5, "min_share": 0.0, "max_row_share": 0.5, "min_chars": 20}
+_SPLIT = {"line": re.compile(r"\n+"), "sentence": re.compile(r"(?<=[.!?])\s+|\n+")}
+# A row is dominated when repeated segments cover more than `max_row_share` of its assistant text and at
+# least `min_row_chars` characters: two stock phrases in a short reply are style, a pasted signature block
+# that the model would learn to emit is boilerplate.
+DEFAULTS = {"min_rows": 5, "min_share": 0.0, "max_row_share": 0.5, "min_chars": 20, "min_row_chars": 100,
+            "unit": "line"}
 
 
-def segments(text: str, min_chars: int) -> list[tuple[int, int, str]]:
-    """(hash, length, normalised text) of each line or sentence long enough to matter."""
+def segments(text: str, min_chars: int, unit: str = "line") -> list[tuple[int, int, str]]:
+    """(hash, length, normalised text) of each line (or sentence) long enough to matter."""
     out = []
-    for seg in _SENTENCES.split(text):
+    for seg in _SPLIT[unit].split(text):
         norm = normalize(seg)
         if len(norm) >= min_chars:
             out.append((xxhash.xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass")), len(seg.strip()), norm))
@@ -43,6 +49,8 @@ class BoilerplateCheck(Check):
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
         self.opts = {**DEFAULTS, **contract.options("boilerplate")}
+        if self.opts["unit"] not in _SPLIT:
+            raise GateError(f"checks.boilerplate.unit must be one of {sorted(_SPLIT)}", file=contract.path)
         self._skip = contract.output_format == "json" and not contract.options("boilerplate").get("force")
         self._rows: list[tuple[str, int, str | None, str, int, np.ndarray, np.ndarray]] = []
         self._examples: dict[int, str] = {}
@@ -52,6 +60,7 @@ class BoilerplateCheck(Check):
             return batch.split, []
         out = []
         min_chars = int(self.opts["min_chars"])
+        unit = str(self.opts["unit"])
         for line, row in batch.rows:
             msgs = row.get("messages")
             if not isinstance(msgs, list):
@@ -59,7 +68,7 @@ class BoilerplateCheck(Check):
             text = "\n".join(m["content"] for m in msgs if isinstance(m, dict) and m.get("role") == "assistant"
                              and isinstance(m.get("content"), str))
             total = len(text.strip())
-            segs = segments(text, min_chars) if total else []
+            segs = segments(text, min_chars, unit) if total else []
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             source = row.get("source") if isinstance(row.get("source"), str) else "(none)"
             out.append((line, rid, source, total, np.asarray([h for h, _, _ in segs], dtype=np.uint64),
@@ -91,7 +100,7 @@ class BoilerplateCheck(Check):
             covered = min(covered, total)
             slices[(split, source)][0] += covered
             slices[(split, source)][1] += total
-            if total and covered / total > limit:
+            if total and covered / total > limit and covered >= int(self.opts["min_row_chars"]):
                 self.counts["dominated_rows"] += 1
                 self.findings.append(Finding("boilerplate", split, line, "messages", "boilerplate", "error",
                                              f"{covered / total:.0%} of the assistant text is boilerplate repeated "

@@ -22,6 +22,7 @@ from gate.contract.expectations import compile_rules, run_rules
 from gate.contract.model import Contract, thaw
 from gate.contract.rows import fast_row_check, row_schema
 from gate.data.base import Batch, Check, Finding
+from gate.data.text import message_text
 from gate.report.redact import snippet
 
 _SAFE_TOKEN = re.compile(r"[A-Za-z0-9_.:\-]{1,32}")
@@ -178,8 +179,7 @@ class ContractCheck(Check):
         calls: dict[str, int] = {}
         answered: set[str] = set()
         for i, m in enumerate(msgs):
-            content = m.get("content")
-            text = content if isinstance(content, str) else ""
+            text = message_text(m, include_tool_calls=False)
             if m["role"] == "user" and not text.strip():
                 add(f"messages[{i}].content", "messages.empty", "empty user message")
             elif m["role"] == "assistant" and not text.strip() and not m.get("tool_calls") \

@@ -1,0 +1,166 @@
+"""`near_duplicate` (within a split) and `leakage` (across splits) from one MinHash-LSH clustering.
+
+MinHash over word n-gram shingles (datasketch-compatible), LSH bands chosen from the threshold to keep
+recall at the threshold >= 0.99, every candidate verified by exact Jaccard, clusters by union-find.
+Within a split the earliest row of a cluster is kept and the later ones are findings; exact copies are
+left to `exact_duplicate`. Across splits, the copy in the less protected split (train < val < test) is a
+`leakage` finding, whether the copy is exact or near.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from gate.contract import Contract
+from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.neardup import PROTECTED, Clustering, cluster, exact_pair_jaccard, neardup_config
+from gate.data.text import normalize, row_text
+
+
+class _ClusterCheck(Check):
+    """Collects the dedup text of every row; subclasses read the shared clustering."""
+
+    def __init__(self, contract: Contract) -> None:
+        super().__init__(contract)
+        neardup_config(contract)  # fail early on bad options
+        self._texts: list[str] = []
+        self._keys: list[tuple[int, int]] = []
+        self._ids: list[str | None] = []
+        self._digests: list[bytes] = []
+        self._splits: list[str] = []
+        self._clustering: Clustering | None = None
+
+    def map(self, batch: Batch) -> Any:
+        roles, tools = self.contract.text_roles, self.contract.include_tool_calls
+        out = []
+        for line, row in batch.rows:
+            text = row_text(row, roles, tools)
+            digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            rid = row.get("id") if isinstance(row.get("id"), str) else None
+            out.append((line, text, rid, digest))
+        return batch.split, out
+
+    def reduce(self, partial: Any) -> None:
+        split, rows = partial
+        if split not in self._splits:
+            self._splits.append(split)
+        s = self._splits.index(split)
+        for line, text, rid, digest in rows:
+            self._texts.append(text)
+            self._keys.append((s, line))
+            self._ids.append(rid)
+            self._digests.append(digest)
+        self.counts["scanned"] += len(rows)
+
+    def finish(self) -> None:
+        if self._texts:
+            self._clustering = cluster(self._texts, self._keys, self._splits, self._ids, self._digests,
+                                       self.contract)
+
+    def _plan_details(self) -> dict[str, Any]:
+        if self._clustering is None:
+            return {}
+        res = self._clustering.result
+        c = res.counters
+        return {"config": res.config_key, "bands": res.plan.bands, "rows": res.plan.rows,
+                "threshold": res.plan.threshold,
+                "detection_curve": [{"jaccard": s, "p_candidate": round(p, 4)} for s, p in res.plan.curve],
+                "counters": {k: getattr(c, k) for k in ("docs", "empty_docs", "candidate_pairs", "verified_pairs",
+                                                        "false_candidates_rejected", "skipped_already_connected",
+                                                        "oversized_buckets", "clusters", "rows_in_clusters")},
+                "report_lines": [res.plan.describe()]}
+
+
+class NearDuplicateCheck(_ClusterCheck):
+    name = "near_duplicate"
+    version = "1"
+
+    def finish(self) -> None:
+        super().finish()
+        cl = self._clustering
+        if cl is None:
+            return
+        for c in cl.result.clusters:
+            seen_in_split: dict[int, int] = {}  # split index -> kept member position
+            seen_digests: set[bytes] = set()
+            top = max(PROTECTED.get(cl.splits[cl.keys[p][0]], 1) for p in c.members)
+            for pos in c.members:
+                s, line = cl.keys[pos]
+                if PROTECTED.get(cl.splits[s], 1) < top:
+                    continue  # a copy of a more protected split's row: that is leakage
+                if s not in seen_in_split:
+                    seen_in_split[s] = pos
+                    seen_digests.add(cl.digests[pos])
+                    continue
+                if cl.digests[pos] in seen_digests:
+                    continue  # an exact copy: exact_duplicate reports it
+                seen_digests.add(cl.digests[pos])
+                kept = seen_in_split[s]
+                jac = exact_pair_jaccard(self._texts[pos], self._texts[kept], self.contract)
+                self.counts["dropped_near_duplicate"] += 1
+                self.findings.append(Finding(
+                    "near_duplicate", cl.splits[s], line, "messages", "near_duplicate", "error",
+                    f"near duplicate of row {cl.keys[kept][1]}" + (f" (id {cl.ids[kept]})" if cl.ids[kept] else "")
+                    + f", Jaccard {jac:.2f}; cluster {cl.splits[c.id[0]]}:{c.id[1]} of {c.size}",
+                    None, cl.ids[pos]))
+        self.counts["clusters"] = cl.result.counters.clusters
+        self.counts["kept"] = self.counts["scanned"] - self.counts["dropped_near_duplicate"]
+
+    def details(self) -> dict[str, Any]:
+        return self._plan_details()
+
+    def result(self) -> CheckResult:
+        res = super().result()
+        if self._clustering is not None:
+            p = self._clustering.result.plan
+            res.summary = (f"{self.counts['dropped_near_duplicate']} near-duplicate row(s) at Jaccard >= "
+                           f"{p.threshold:g} (LSH {p.bands}x{p.rows}, P(detect at threshold) "
+                           f"{p.recall_at_threshold:.3f}, every pair verified)")
+        return res
+
+
+class LeakageCheck(_ClusterCheck):
+    name = "leakage"
+    version = "1"
+
+    def finish(self) -> None:
+        super().finish()
+        cl = self._clustering
+        if cl is None:
+            return
+        for c in cl.result.clusters:
+            by_split: dict[int, list[int]] = {}
+            for pos in c.members:
+                by_split.setdefault(cl.keys[pos][0], []).append(pos)
+            if len(by_split) < 2:
+                continue
+            top = max(by_split, key=lambda s: (PROTECTED.get(cl.splits[s], 1), s))
+            anchor = by_split[top][0]
+            for s, positions in by_split.items():
+                if s == top:
+                    continue
+                for pos in positions:
+                    exact = cl.digests[pos] == cl.digests[anchor]
+                    jac = 1.0 if exact else exact_pair_jaccard(self._texts[pos], self._texts[anchor], self.contract)
+                    self.counts["leaked_rows"] += 1
+                    self.findings.append(Finding(
+                        "leakage", cl.splits[s], cl.keys[pos][1], "messages",
+                        "leakage.exact" if exact else "leakage.near", "error",
+                        f"{'exact' if exact else 'near'} copy of {cl.splits[top]} row {cl.keys[anchor][1]}"
+                        + (f" (id {cl.ids[anchor]})" if cl.ids[anchor] else "") + f", Jaccard {jac:.2f}",
+                        None, cl.ids[pos]))
+
+    def details(self) -> dict[str, Any]:
+        d = self._plan_details()
+        d.pop("report_lines", None)
+        return d
+
+    def result(self) -> CheckResult:
+        res = super().result()
+        if len(self._splits) < 2:
+            res.status = "skipped" if not self.findings else res.status
+            res.summary = "one split only: nothing can leak across splits"
+        else:
+            res.summary = f"{self.counts['leaked_rows']} row(s) copy a row of a more protected split"
+        return res

@@ -1,0 +1,45 @@
+"""Small numpy helpers shared by the dedup modules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def ranks_within(sizes: np.ndarray) -> np.ndarray:
+    """[0..s0-1, 0..s1-1, ...] for run lengths ``sizes``: the position of each element inside its run."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    total = int(sizes.sum())
+    starts = np.zeros(sizes.size, dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return np.arange(total, dtype=np.int64) - np.repeat(starts, sizes)
+
+
+def sorted_unique(x: np.ndarray) -> np.ndarray:
+    """Distinct values, sorted. numpy 2.x ``np.unique`` hashes instead of sorting when no extra output is asked for,
+    which is ~20x slower on millions of random 64-bit values."""
+    y = np.sort(np.asarray(x))
+    if y.size < 2:
+        return y
+    return y[np.concatenate(([True], y[1:] != y[:-1]))]
+
+
+def dense_ids(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, id of each element among them); sort-based, see :func:`sorted_unique`."""
+    x = np.asarray(x)
+    order = np.argsort(x)  # ids do not depend on the order among equal values
+    xs = x[order]
+    new = np.concatenate(([True], xs[1:] != xs[:-1])) if xs.size else np.zeros(0, bool)
+    ids = np.empty(x.size, dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return xs[new], ids
+
+
+def fmix64(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3 64-bit finaliser (bijective avalanche) on a uint64 array, in place; returns it."""
+    with np.errstate(over="ignore"):
+        h ^= h >> np.uint64(33)
+        h *= np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(33)
+        h *= np.uint64(0xC4CEB9FE1A85EC53)
+        h ^= h >> np.uint64(33)
+    return h

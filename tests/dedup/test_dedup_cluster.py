@@ -1,0 +1,207 @@
+"""End to end: planted near-duplicates are all found, nothing false is reported, the keep rule is deterministic."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from gate.dedup import MinHashConfig, NearDupConfig, NearDupIndex, find_near_duplicates
+from gate.dedup.cluster import ShingleSets, connected_components, exact_jaccard, verify_spanning
+from gate.dedup.shingles import shingle_batch
+
+THRESHOLD = 0.8
+
+
+def planted_corpus(n_docs: int = 1200, n_dups: int = 400, seed: int = 0) -> list[str]:
+    """Random documents plus copies with 0-5 words changed (Jaccard ~0.65 to 1, straddling the threshold)."""
+    rng = np.random.default_rng(seed)
+    vocab = np.array([f"w{i}" for i in range(5000)])
+    ids = rng.integers(0, len(vocab), (n_docs, 120))
+    copies = ids[rng.integers(0, n_docs, n_dups)].copy()
+    for row in copies:
+        k = int(rng.integers(0, 6))
+        row[rng.integers(0, 120, k)] = rng.integers(0, len(vocab), k)
+    all_ids = np.concatenate((ids, copies))[rng.permutation(n_docs + n_dups)]
+    return [" ".join(vocab[row].tolist()) for row in all_ids]
+
+
+def exact_pairs(texts: list[str], threshold: float) -> dict[tuple[int, int], float]:
+    """Brute force over pairs sharing at least one shingle."""
+    batch = shingle_batch(texts)
+    sets = [batch.doc_set(i) for i in range(len(texts))]
+    owners: dict[int, list[int]] = defaultdict(list)
+    for i, s in enumerate(sets):
+        for h in s:
+            owners[h].append(i)
+    out = {}
+    for docs in owners.values():
+        for i, j in itertools.combinations(docs, 2):
+            if (i, j) not in out:
+                out[(i, j)] = len(sets[i] & sets[j]) / len(sets[i] | sets[j])
+    return {p: j for p, j in out.items() if j >= threshold}
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    return planted_corpus()
+
+
+@pytest.fixture(scope="module")
+def truth(corpus: list[str]) -> dict[tuple[int, int], float]:
+    return exact_pairs(corpus, THRESHOLD)
+
+
+def test_planted_pairs_all_found_and_nothing_false(corpus: list[str], truth: dict[tuple[int, int], float]) -> None:
+    result = find_near_duplicates(corpus)
+    assert len(truth) > 200  # LSH recall is ~0.995 at J = 0.81; the corpus is seeded, so this test is deterministic
+    assert result.counters.false_candidates_rejected > 20  # and candidates just below the threshold
+    cluster_of = {m: c.id for c in result.clusters for m in c.members}
+    missed = [p for p in truth if cluster_of.get(p[0]) is None or cluster_of.get(p[0]) != cluster_of.get(p[1])]
+    assert missed == []
+    # every reported pair and every piece of evidence is exact and above the threshold
+    for pair in result.pairs:
+        key = (min(pair.left, pair.right), max(pair.left, pair.right))
+        assert truth[key] == pytest.approx(pair.jaccard, abs=1e-12)
+    for dup in result.duplicates:
+        key = (min(dup.index, dup.partner_index), max(dup.index, dup.partner_index))
+        assert truth[key] == pytest.approx(dup.jaccard, abs=1e-12)
+        assert dup.cluster == cluster_of[dup.index] == (min(c.members for c in result.clusters
+                                                           if dup.index in c.members)[0],)
+    in_truth = {i for p in truth for i in p}
+    assert {m for c in result.clusters for m in c.members} == in_truth  # no row clustered without a real pair
+    c = result.counters
+    assert c.docs == len(corpus) and c.empty_docs == 0
+    assert c.candidate_pairs == c.skipped_already_connected + c.verified_pairs + c.false_candidates_rejected
+    assert c.duplicates == c.rows_in_clusters - c.clusters == len(result.duplicates)
+    assert result.plan.recall_at_threshold >= 0.99
+    assert result.config_key == str(NearDupConfig())
+
+
+def test_keep_rule_is_deterministic_and_follows_keys(corpus: list[str]) -> None:
+    keys = [("train", i) if i % 3 else ("test", i) for i in range(len(corpus))]
+    priority = {"test": 0, "train": 1}  # keep evaluation items over their training copies
+    ranked = [(priority[s], i) for s, i in keys]
+    first = find_near_duplicates(corpus, ranked)
+    perm = list(range(len(corpus)))
+    random.Random(3).shuffle(perm)
+    second = find_near_duplicates([corpus[p] for p in perm], [ranked[p] for p in perm])
+
+    def summary(result: object) -> tuple[object, ...]:
+        clusters = {(c.id, frozenset(c.member_keys)) for c in result.clusters}  # type: ignore[attr-defined]
+        dups = {(d.key, d.cluster, round(d.jaccard_with_kept, 12)) for d in result.duplicates}  # type: ignore[attr-defined]
+        return frozenset(clusters), frozenset(dups)
+
+    assert summary(first) == summary(second)
+    for cluster in first.clusters:
+        assert cluster.id == min(cluster.member_keys) == cluster.member_keys[0]
+        assert cluster.size >= 2
+    assert [d.key for d in first.duplicates] == sorted(d.key for d in first.duplicates)
+    assert find_near_duplicates(corpus, ranked) == first  # same input, identical result
+
+
+def test_verify_spanning_equals_verifying_everything() -> None:
+    rng = np.random.default_rng(4)
+    n = 300
+    edges = sorted({tuple(sorted(map(int, rng.integers(0, n, 2)))) for _ in range(1500)} - {(i, i) for i in range(n)})
+    left = np.array([e[0] for e in edges])
+    right = np.array([e[1] for e in edges])
+    weight = {e: float(rng.random()) for e in edges}
+
+    def jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.array([weight[(int(x), int(y))] for x, y in zip(a, b, strict=True)])
+
+    labels, passed, jac, tested, rejected = verify_spanning(n, left, right, jaccard, 0.6)
+    ok = np.array([weight[e] >= 0.6 for e in edges])
+    assert np.array_equal(labels, connected_components(n, left[ok], right[ok]))
+    assert (jac >= 0.6).all() and tested <= len(edges) and rejected == tested - passed.size
+
+
+def test_connected_components_matches_python_union_find() -> None:
+    rng = np.random.default_rng(5)
+    n = 500
+    left, right = rng.integers(0, n, 400), rng.integers(0, n, 400)
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in zip(left.tolist(), right.tolist(), strict=True):
+        ra, rb = find(a), find(b)
+        parent[max(ra, rb)] = min(ra, rb)
+    expected = [min(i for i in range(n) if find(i) == find(x)) for x in range(n)]
+    assert connected_components(n, left, right).tolist() == expected
+
+
+def test_exact_jaccard_matches_python_sets() -> None:
+    texts = ["a b c d e f g h", "a b c d e f g x", "", "q w e r t y u i", "a b c d e f g h"]
+    batch = shingle_batch(texts)
+    a, b = np.array([0, 0, 0, 2, 3, 1]), np.array([1, 4, 2, 2, 0, 1])
+    got = exact_jaccard(batch, a, b)
+    for k in range(a.size):
+        x, y = batch.doc_set(int(a[k])), batch.doc_set(int(b[k]))
+        expected = len(x & y) / len(x | y) if x | y else 0.0
+        assert got[k] == pytest.approx(expected)
+    inter, sa, sb = ShingleSets(batch).overlap(a, b)
+    assert sa.tolist() == [len(batch.doc_set(int(i))) for i in a]
+
+
+def test_query_finds_every_cross_pair(corpus: list[str], truth: dict[tuple[int, int], float]) -> None:
+    split = 900
+    index = NearDupIndex(corpus[:split], keys=[("train", i) for i in range(split)])
+    result = index.query(corpus[split:], keys=[("eval", i) for i in range(len(corpus) - split)])
+    expected = {(j - split, i): v for (i, j), v in truth.items() if i < split <= j}
+    got = {(p.query_index, p.index_index): p for p in result.pairs}
+    assert len(expected) > 20
+    assert set(got) == set(expected)
+    for k, pair in got.items():
+        assert pair.jaccard == pytest.approx(expected[k], abs=1e-12)
+        assert pair.containment >= pair.jaccard
+        assert pair.query_key == ("eval", pair.query_index) and pair.index_key == ("train", pair.index_index)
+    assert result.matched_query_indices == tuple(sorted({q for q, _ in expected}))
+    assert result.false_candidates_rejected == result.candidate_pairs - result.verified_pairs
+
+
+def test_dense_cluster_costs_linear_verifications() -> None:
+    rng = np.random.default_rng(6)
+    vocab = np.array([f"t{i}" for i in range(3000)])
+    base = vocab[rng.integers(0, 3000, 150)]
+    texts = []
+    for _ in range(1500):
+        words = base.copy()
+        k = int(rng.integers(0, 3))
+        words[rng.integers(0, 150, k)] = vocab[rng.integers(0, 3000, k)]
+        texts.append(" ".join(words.tolist()))
+    texts += ["exactly the same short text"] * 500
+    for max_bucket in (512, 16):
+        result = find_near_duplicates(texts, config=NearDupConfig(minhash=MinHashConfig(max_bucket=max_bucket)))
+        assert [c.size for c in result.clusters] == [1500, 500]
+        assert result.counters.verified_pairs + result.counters.false_candidates_rejected < 3 * len(texts)
+    assert result.counters.oversized_buckets > 0
+
+
+def test_unusual_empty_and_huge_texts() -> None:
+    rng = np.random.default_rng(7)
+    huge = " ".join(rng.choice(["lorem", "ipsum", "dolor", "sit", "amet", "ünï", "日本語", "😀"], 200_000).tolist())
+    texts = ["", "", "   ", "\u200b", "!!!", huge, huge + " tail", "שלום עולם " * 30, "שלום עולם " * 30,
+             "e\u0301cole " * 20, "école " * 20, "\ud800 broken", "a"]
+    result = find_near_duplicates(texts)
+    assert result.counters.empty_docs == 5
+    clustered = {frozenset(c.members) for c in result.clusters}
+    assert clustered == {frozenset({5, 6}), frozenset({7, 8}), frozenset({9, 10})}
+    assert all(d.index not in (0, 1, 2, 3, 4) for d in result.duplicates)
+
+
+def test_no_texts_and_key_validation() -> None:
+    result = find_near_duplicates([])
+    assert result.clusters == () and result.counters.docs == 0
+    with pytest.raises(ValueError, match="unique"):
+        find_near_duplicates(["a", "b"], [(1,), (1,)])
+    with pytest.raises(ValueError, match="keys"):
+        find_near_duplicates(["a", "b"], [(1,)])
