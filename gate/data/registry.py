@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gate.data.base import Check
 from gate.data.checks.boilerplate import BoilerplateCheck
+from gate.data.checks.contamination import ContaminationCheck
 from gate.data.checks.contract import ContractCheck
 from gate.data.checks.exact_duplicate import ExactDuplicateCheck
 from gate.data.checks.group_split import GroupSplitCheck
@@ -15,6 +16,7 @@ CHECKS: dict[str, type[Check]] = {
     "exact_duplicate": ExactDuplicateCheck,
     "near_duplicate": NearDuplicateCheck,
     "leakage": LeakageCheck,
+    "contamination": ContaminationCheck,
     "group_split": GroupSplitCheck,
     "length": LengthCheck,
     "boilerplate": BoilerplateCheck,

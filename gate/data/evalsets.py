@@ -1,0 +1,58 @@
+"""Evaluation items that training data must not contain: scorecard suites named by the contract.
+
+An item's text is what a model would be asked (user turns, or a prompt/input/question field) plus the
+expected answer when it is text, since memorising either inflates a score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gate.errors import InputError
+
+PROMPT_FIELDS = ("prompt", "input", "question", "query", "text")
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    source: str  # suite file name or "split:test"
+    item_id: str
+    text: str
+
+
+def item_text(obj: dict[str, Any]) -> str:
+    parts: list[str] = []
+    msgs = obj.get("messages")
+    if isinstance(msgs, list):
+        parts += [m["content"] for m in msgs if isinstance(m, dict) and m.get("role") == "user"
+                  and isinstance(m.get("content"), str)]
+    parts += [obj[k] for k in PROMPT_FIELDS if isinstance(obj.get(k), str)]
+    for k in ("expected", "answer", "target"):
+        if isinstance(obj.get(k), str):
+            parts.append(obj[k])
+    return "\x1e".join(parts)  # message boundaries: contamination n-grams never span them
+
+
+def load_eval_items(paths: tuple[str, ...]) -> list[EvalItem]:
+    items: list[EvalItem] = []
+    for path in paths:
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise InputError(f"evaluation set cannot be read ({exc.strerror})", file=str(p)) from None
+        for n, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raise InputError("malformed JSON in evaluation set", file=str(p), line=n) from None
+            if not isinstance(obj, dict):
+                raise InputError("evaluation item is not a JSON object", file=str(p), line=n)
+            items.append(EvalItem(p.name, str(obj.get("id", f"line-{n}")), item_text(obj)))
+    return items
