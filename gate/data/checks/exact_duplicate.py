@@ -27,7 +27,7 @@ class ExactDuplicateCheck(Check):
         super().__init__(contract)
         self._digests: dict[str, list[np.ndarray]] = {}
         self._lines: dict[str, list[np.ndarray]] = {}
-        self._ids: dict[str, list[Any]] = {}
+        self._ids: dict[str, list[Any]] = {}  # pyarrow string arrays: compact, read only for flagged rows
 
     def map(self, batch: Batch) -> Any:
         roles, tools = self.contract.text_roles, self.contract.include_tool_calls
@@ -46,7 +46,9 @@ class ExactDuplicateCheck(Check):
         split, digests, lines, ids = partial
         self._digests.setdefault(split, []).append(np.frombuffer(digests, dtype="S16"))
         self._lines.setdefault(split, []).append(lines)
-        self._ids.setdefault(split, []).extend(ids)
+        import pyarrow as pa
+
+        self._ids.setdefault(split, []).append(pa.array(ids, type=pa.string()))
         self.counts["scanned"] += len(lines)
 
     def finish(self) -> None:
@@ -54,7 +56,9 @@ class ExactDuplicateCheck(Check):
         for split, chunks in self._digests.items():
             digests = np.concatenate(chunks)
             lines = np.concatenate(self._lines[split])
-            ids = self._ids[split]
+            import pyarrow as pa
+
+            ids = pa.chunked_array(self._ids[split], type=pa.string())
             # stable sort by digest keeps file order inside each group: the first line is the one kept
             order = np.argsort(digests, kind="stable")
             sd = digests[order]
@@ -62,12 +66,13 @@ class ExactDuplicateCheck(Check):
             same_as_prev[1:] = sd[1:] == sd[:-1]
             group_start = np.maximum.accumulate(np.where(~same_as_prev, np.arange(len(sd)), 0))
             for pos in np.flatnonzero(same_as_prev):
-                dup, kept = order[pos], order[group_start[pos]]
+                dup, kept = int(order[pos]), int(order[group_start[pos]])
                 reasons["dropped_duplicate"] += 1
+                kept_id, dup_id = ids[kept].as_py(), ids[dup].as_py()
                 self.findings.append(Finding(
                     "exact_duplicate", split, int(lines[dup]), "messages", "exact_duplicate", "error",
-                    f"same normalised text as row {int(lines[kept])}"
-                    + (f" (id {ids[kept]})" if ids[kept] else ""), None, ids[dup]))
+                    f"same normalised text as row {int(lines[kept])}" + (f" (id {kept_id})" if kept_id else ""),
+                    None, dup_id))
             self.counts["clusters"] += len(np.unique(group_start[same_as_prev]))
         self.counts.update(reasons)
         self.counts["kept"] = self.counts["scanned"] - reasons["dropped_duplicate"]

@@ -29,8 +29,8 @@ class GroupSplitCheck(Check):
         self._hashes: list[np.ndarray] = []
         self._split_idx: list[np.ndarray] = []
         self._lines: list[np.ndarray] = []
-        self._values: list[list[str]] = []
-        self._ids: list[list[str | None]] = []
+        self._values: list[Any] = []  # pyarrow string arrays: compact, read only for flagged rows
+        self._ids: list[Any] = []
         key = contract.group_key
         self._key_required = any(f.name == key and f.required for f in contract.fields)
 
@@ -63,8 +63,10 @@ class GroupSplitCheck(Check):
         self._hashes.append(hashes)
         self._split_idx.append(np.full(len(lines), self._splits.index(split), dtype=np.int16))
         self._lines.append(lines)
-        self._values.append(values)
-        self._ids.append(ids)
+        import pyarrow as pa
+
+        self._values.append(pa.array(values, type=pa.string()))
+        self._ids.append(pa.array(ids, type=pa.string()))
         if not self._key_required:
             for line, rid in missing:
                 self.findings.append(Finding("group_split", split, line, self.contract.group_key, "group_split.no_key",
@@ -77,8 +79,10 @@ class GroupSplitCheck(Check):
         g = np.concatenate(self._hashes)
         s = np.concatenate(self._split_idx)
         lines = np.concatenate(self._lines)
-        values = [v for chunk in self._values for v in chunk]
-        ids = [v for chunk in self._ids for v in chunk]
+        import pyarrow as pa
+
+        values = pa.chunked_array(self._values, type=pa.string())
+        ids = pa.chunked_array(self._ids, type=pa.string())
         n = len(g)
         if n == 0:
             return
@@ -103,8 +107,8 @@ class GroupSplitCheck(Check):
             home = self._splits[int(row_home[i])]
             self.findings.append(Finding(
                 "group_split", self._splits[int(s[i])], int(lines[i]), self.contract.group_key, "group_split",
-                "error", f"group {snippet(values[i], 40)} lives in {home} ({int(home_n[pos[i]])} rows); "
-                         f"this row is in {self._splits[int(s[i])]}", None, ids[i]))
+                "error", f"group {snippet(values[int(i)].as_py(), 40)} lives in {home} ({int(home_n[pos[i]])} "
+                         f"rows); this row is in {self._splits[int(s[i])]}", None, ids[int(i)].as_py()))
         self._hashes.clear()
 
     def result(self) -> CheckResult:
