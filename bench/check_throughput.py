@@ -109,7 +109,8 @@ def main() -> None:
         if key in results:
             r = results[key]
             md.append(f"| {label} | {r['rows']:,} | {r['seconds']} | {r['rows_per_s']:,} | {r['peak_rss_mb']:,} |")
-    md += ["", f"gate / great-expectations throughput on the same rows: **{results['ratio_rows_per_s_gate_over_gx']}x**.",
+    ratio = results["ratio_rows_per_s_gate_over_gx"]
+    md += ["", f"gate / great-expectations throughput on the same rows: **{ratio}x**.",
            f"Targets: >= 20,000 rows/s ({'met' if results['targets']['met_rows_per_s'] else 'NOT met'}); "
            f"peak RSS < 1 GB on 2 GB ({'met' if results['targets']['met_rss'] else 'NOT met or not run'}).", ""]
     (out / "check_throughput.md").write_text("\n".join(md))
