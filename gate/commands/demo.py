@@ -23,6 +23,19 @@ DEMO_DATASETS = [
 ]
 
 
+def _planted_found(run: object, faults_file: Path) -> str:
+    """How many of the planted faults (of the checks that ran) the gate found, and how many findings were extra."""
+    if not faults_file.exists():
+        return "–"
+    import json
+
+    ran = {r.name for r in run.results if r.status != "skipped"}  # type: ignore[attr-defined]
+    planted = {(f["check"], f["split"], f["row"]) for f in json.loads(faults_file.read_text()) if f["check"] in ran}
+    got = {(f.check, f.split, f.row) for r in run.results for f in r.findings}  # type: ignore[attr-defined]
+    extra = len(got - planted)
+    return f"{len(planted & got)}/{len(planted)}" + (f", {extra} extra" if extra else "")
+
+
 def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
     from gate.commands.check import exit_code_for
     from gate.contract import load_contract
@@ -32,8 +45,9 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
 
     console = make_console()
     table = Table(title="gate demo: the data door on the fixture datasets", title_justify="left")
-    for col in ("dataset", "contract", "rows", "verdict", "expected", "failed checks", "findings", "report"):
-        table.add_column(col)
+    for col in ("dataset", "contract", "rows", "verdict", "expected", "checks failed", "findings",
+                "planted faults found", "report"):
+        table.add_column(col, no_wrap=True)
     surprises = 0
     for name, contract_file, expected in DEMO_DATASETS:
         dataset = ROOT / "fixtures" / "datasets" / name
@@ -47,11 +61,13 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
         record_check_run(run, int(code), db)
         ok = run.verdict == expected
         surprises += not ok
-        failed = ", ".join(r.name for r in run.results if r.status == "fail") or "–"
+        ran = [r for r in run.results if r.status != "skipped"]
+        failed = f"{sum(r.status == 'fail' for r in ran)} of {len(ran)}"
         style = "green" if run.verdict == "pass" else "red"
+        found = _planted_found(run, dataset / "FAULTS.json")
         table.add_row(name, contract.name, f"{run.rows:,}", f"[{style}]{run.verdict.upper()}[/]",
                       expected.upper() + ("" if ok else " [bold red](unexpected)[/]"), failed,
-                      f"{sum(len(r.findings) for r in run.results):,}", f"{report}/report.md")
+                      f"{sum(len(r.findings) for r in run.results):,}", found, f"{report}/report.md")
     console.print(table)
     if surprises:
         console.print(f"[bold red]{surprises} dataset(s) did not get the expected verdict[/]")
