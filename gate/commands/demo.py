@@ -45,8 +45,7 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
 
     console = make_console()
     table = Table(title="gate demo: the data door on the fixture datasets", title_justify="left")
-    for col in ("dataset", "contract", "rows", "verdict", "expected", "checks failed", "findings",
-                "planted faults found", "report"):
+    for col in ("dataset", "rows", "verdict", "expected", "failed checks", "findings", "planted found", "report"):
         table.add_column(col, no_wrap=True)
     surprises = 0
     for name, contract_file, expected in DEMO_DATASETS:
@@ -65,7 +64,7 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
         failed = f"{sum(r.status == 'fail' for r in ran)} of {len(ran)}"
         style = "green" if run.verdict == "pass" else "red"
         found = _planted_found(run, dataset / "FAULTS.json")
-        table.add_row(name, contract.name, f"{run.rows:,}", f"[{style}]{run.verdict.upper()}[/]",
+        table.add_row(name, f"{run.rows:,}", f"[{style}]{run.verdict.upper()}[/]",
                       expected.upper() + ("" if ok else " [bold red](unexpected)[/]"), failed,
                       f"{sum(len(r.findings) for r in run.results):,}", found, f"{report}/report.md")
     console.print(table)
