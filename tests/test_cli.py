@@ -28,8 +28,9 @@ def test_check_pass_and_fail_exit_codes_reports_and_record(tmp_path):
     good = tmp_path / "good"
     write_jsonl(good / "train.jsonl", [triage_row(i, f"ticket {i} about a broken {i} widget") for i in range(20)])
     db = tmp_path / "g.duckdb"
+    only = ("--checks", "contract,exact_duplicate")
     res = run_gate("check", str(good), "--contract", str(CONTRACTS / "triage.yaml"), "--report-dir",
-                   str(tmp_path / "rep"), "--db", str(db))
+                   str(tmp_path / "rep"), "--db", str(db), *only)
     assert res.returncode == 0, res.stderr
     assert "PASS" in res.stdout
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
@@ -42,7 +43,7 @@ def test_check_pass_and_fail_exit_codes_reports_and_record(tmp_path):
     rows[9] = {**rows[2], "id": "tri-000099"}
     write_jsonl(bad / "train.jsonl", rows)
     res = run_gate("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep2"),
-                   "--db", str(db))
+                   "--db", str(db), *only)
     assert res.returncode == 100, res.stderr
     report = json.loads((tmp_path / "rep2" / "report.json").read_text())
     assert report["verdict"] == "fail"
@@ -71,6 +72,7 @@ def test_junit_and_github_annotations(tmp_path):
     write_jsonl(bad / "train.jsonl", rows)
     summary = tmp_path / "summary.md"
     res = run_gate("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"), "--no-db",
+                   "--checks", "contract,exact_duplicate",
                    env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert res.returncode == 100
     assert f"::error file={bad / 'train.jsonl'},line=2,title=gate contract::language: language.allowed" in res.stdout
@@ -111,7 +113,8 @@ def test_old_report_survives_a_failed_run(tmp_path):
     good = tmp_path / "good"
     write_jsonl(good / "train.jsonl", [triage_row(1)])
     rep = tmp_path / "rep"
-    args = ("check", str(good), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(rep), "--no-db")
+    args = ("check", str(good), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(rep), "--no-db", "--checks",
+            "contract")
     assert run_gate(*args).returncode == 0
     before = (rep / "report.json").read_text()
     (good / "train.jsonl").write_text("{oops\n")

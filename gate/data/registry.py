@@ -10,12 +10,15 @@ from gate.data.checks.exact_duplicate import ExactDuplicateCheck
 from gate.data.checks.group_split import GroupSplitCheck
 from gate.data.checks.length import LengthCheck
 from gate.data.checks.near_duplicate import LeakageCheck, NearDuplicateCheck
+from gate.data.checks.pii import PiiCheck, SecretCheck
 
 CHECKS: dict[str, type[Check]] = {
     "contract": ContractCheck,
     "exact_duplicate": ExactDuplicateCheck,
     "near_duplicate": NearDuplicateCheck,
     "leakage": LeakageCheck,
+    "pii": PiiCheck,
+    "secret": SecretCheck,
     "contamination": ContaminationCheck,
     "group_split": GroupSplitCheck,
     "length": LengthCheck,
