@@ -97,6 +97,18 @@ def split(
 
 
 @app.command()
+def scrub(
+    dataset: Annotated[Path, typer.Argument(help="Dataset to scrub (read only).")],
+    contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (its scrub section).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (written atomically).")],
+) -> None:
+    """Write a copy without personal data, secrets and duplicates, with MANIFEST.json."""
+    from gate.commands.scrub import run_scrub_command
+
+    raise typer.Exit(run_scrub_command(dataset=str(dataset), contract_path=str(contract), out=str(out)))
+
+
+@app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,

@@ -140,5 +140,17 @@ CONTRACT_SCHEMA: dict[str, Any] = {
             "additionalProperties": {"type": "object"},
         },
         "evaluation_sets": _STR_LIST,
+        "scrub": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "operators": {"type": "object",
+                              "additionalProperties": {"enum": ["replace", "hash", "drop_row", "keep"]}},
+                "default_operator": {"enum": ["replace", "hash", "drop_row", "keep"]},
+                "salt_env": {"type": "string"},
+                "drop_duplicates": {"type": "boolean"},
+                "drop_leakage": {"type": "boolean"},
+            },
+        },
     },
 }

@@ -1,0 +1,28 @@
+"""`gate scrub`: write a scrubbed copy of a dataset and say what was changed."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from gate.contract import load_contract
+from gate.data.scrub import scrub_dataset
+from gate.errors import ExitCode
+from gate.report.console import make_console
+
+
+def run_scrub_command(*, dataset: str, contract_path: str, out: str) -> int:
+    contract = load_contract(contract_path)
+    outcome = scrub_dataset(dataset, contract, out)
+    console = make_console()
+    table = Table(title=f"gate scrub · {dataset} → {out}", title_justify="left")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("rows in", f"{outcome.rows_in:,}")
+    for entity, n in sorted(outcome.entities.items()):
+        table.add_row(f"rewritten {entity}", f"{n:,}")
+    for reason, n in sorted(outcome.dropped.items()):
+        table.add_row(f"dropped: {reason}", f"{n:,}")
+    table.add_row("rows out", f"{outcome.rows_out:,}")
+    console.print(table)
+    console.print(f"→ {out}/MANIFEST.json")
+    return int(ExitCode.PASS)

@@ -1,0 +1,153 @@
+"""Reading a row the way the PII and secret detectors should, shared by the `pii`/`secret` checks and `gate scrub`.
+
+Every message content (all roles), reasoning content and tool-call argument string is read. Prose goes to
+presidio with the NER model when installed; tool-call arguments are identifiers and JSON, where a NER model
+tags keys as names, so they get the pattern recognisers only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gate.contract import Contract
+from gate.errors import GateError
+
+PII_OPTIONS = {"entities", "ner_entities", "use_ner", "thresholds", "context_words", "roles", "default_threshold"}
+SECRET_OPTIONS = {"detect_secrets", "own_patterns", "plugins", "base64_limit", "hex_limit", "roles"}
+
+
+def _options(contract: Contract, check: str, allowed: set[str]) -> dict[str, Any]:
+    opts = contract.options(check)
+    unknown = set(opts) - allowed
+    if unknown:
+        raise GateError(f"unknown option(s) {sorted(unknown)} in checks.{check} (known: {sorted(allowed)})",
+                        file=contract.path)
+    return opts
+
+
+def pii_config(contract: Contract) -> Any:
+    from gate.pii import PiiConfig
+
+    opts = _options(contract, "pii", PII_OPTIONS)
+    kw: dict[str, Any] = {}
+    if "entities" in opts:
+        kw["entities"] = tuple(opts["entities"])
+    if "ner_entities" in opts:
+        kw["ner_entities"] = tuple(opts["ner_entities"])
+    if "use_ner" in opts:
+        kw["use_ner"] = bool(opts["use_ner"])
+    if "default_threshold" in opts:
+        kw["default_threshold"] = float(opts["default_threshold"])
+    if "thresholds" in opts:
+        kw["thresholds"] = tuple(sorted((k, float(v)) for k, v in dict(opts["thresholds"]).items()))
+    if "context_words" in opts:
+        kw["context_words"] = tuple(sorted((k, tuple(v)) for k, v in dict(opts["context_words"]).items()))
+    try:
+        return PiiConfig(**kw)
+    except (TypeError, ValueError) as exc:
+        raise GateError(f"checks.pii: {exc}", file=contract.path) from None
+
+
+def secret_config(contract: Contract) -> Any:
+    from gate.pii import SecretConfig
+
+    opts = _options(contract, "secret", SECRET_OPTIONS)
+    kw = {k: (tuple(v) if isinstance(v, list | tuple) else v) for k, v in opts.items() if k != "roles"}
+    try:
+        return SecretConfig(**kw)
+    except (TypeError, ValueError) as exc:
+        raise GateError(f"checks.secret: {exc}", file=contract.path) from None
+
+
+def scan_fields(row: dict[str, Any], roles: set[str] | None) -> list[tuple[str, str, bool, str | None]]:
+    """(field path, text, is prose, role) of every message content and tool-call argument string to read."""
+    out: list[tuple[str, str, bool, str | None]] = []
+    msgs = row.get("messages")
+    if not isinstance(msgs, list):
+        return out
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or (roles is not None and m.get("role") not in roles):
+            continue
+        role = m.get("role") if isinstance(m.get("role"), str) else None
+        content = m.get("content")
+        if isinstance(content, str) and content:
+            out.append((f"messages[{i}].content", content, True, role))
+        elif isinstance(content, list):
+            for j, part in enumerate(content):
+                if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
+                    out.append((f"messages[{i}].content[{j}].text", part["text"], True, role))
+        if isinstance(m.get("reasoning_content"), str) and m["reasoning_content"]:
+            out.append((f"messages[{i}].reasoning_content", m["reasoning_content"], True, role))
+        for j, call in enumerate(m.get("tool_calls") or []):
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("arguments"), str) and fn["arguments"]:
+                out.append((f"messages[{i}].tool_calls[{j}].function.arguments", fn["arguments"], False, role))
+    return out
+
+
+def set_field(row: dict[str, Any], path: str, value: str) -> None:
+    """Writes `value` at a path produced by `scan_fields` (the inverse of reading it)."""
+    import re
+
+    node: Any = row
+    parts = re.findall(r"\w+|\[\d+\]", path)
+    for part in parts[:-1]:
+        node = node[int(part[1:-1])] if part.startswith("[") else node[part]
+    last = parts[-1]
+    if last.startswith("["):
+        node[int(last[1:-1])] = value
+    else:
+        node[last] = value
+
+
+@dataclass
+class FieldHits:
+    path: str
+    text: str
+    prose: bool
+    role: str | None
+    pii: list[Any] = field(default_factory=list)
+    secrets: list[Any] = field(default_factory=list)
+
+
+class RowScanner:
+    """Scans the fields of many rows in two batched calls (PII, secrets) and hands back hits per field."""
+
+    def __init__(self, contract: Contract, *, pii: bool = True, secrets: bool = True) -> None:
+        # presidio imports transformers when it is installed; its "PyTorch was not found" notice is noise here
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        self.pii_config = pii_config(contract) if pii else None
+        self.pattern_config = replace(self.pii_config, use_ner=False) if self.pii_config is not None else None
+        self.secret_config = secret_config(contract) if secrets else None
+        pii_roles = contract.options("pii").get("roles")
+        secret_roles = contract.options("secret").get("roles")
+        self.pii_roles = set(pii_roles) if pii_roles else None
+        self.secret_roles = set(secret_roles) if secret_roles else None
+        self._parent_pid = os.getpid()
+
+    def scan(self, rows: list[dict[str, Any]]) -> list[list[FieldHits]]:
+        from gate.pii import scan_secrets_texts, scan_texts
+
+        fields = [[FieldHits(p, t, prose, role) for p, t, prose, role in scan_fields(r, None)] for r in rows]
+        flat = [fh for fs in fields for fh in fs]
+        # inside a runner worker this process is already one of N; in the parent let presidio fan out
+        workers = None if os.getpid() == self._parent_pid else 1
+        if self.pii_config is not None:
+            for cfg, want in ((self.pii_config, True), (self.pattern_config, False)):
+                sel = [fh for fh in flat if fh.prose is want and _wanted(fh, self.pii_roles)]
+                if sel:
+                    for fh, hits in zip(sel, scan_texts([fh.text for fh in sel], cfg, workers=workers), strict=True):
+                        fh.pii = list(hits)
+        if self.secret_config is not None:
+            sel = [fh for fh in flat if _wanted(fh, self.secret_roles)]
+            if sel:
+                for fh, hits in zip(sel, scan_secrets_texts([fh.text for fh in sel], self.secret_config),
+                                    strict=True):
+                    fh.secrets = list(hits)
+        return fields
+
+
+def _wanted(fh: FieldHits, roles: set[str] | None) -> bool:
+    return roles is None or fh.role in roles

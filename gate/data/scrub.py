@@ -1,0 +1,148 @@
+"""`gate scrub`: a new dataset without personal data, secrets and duplicates, and a manifest of what changed.
+
+Pass 1 scans every row (presidio + secrets, batched) and rewrites each hit with the contract's operator
+per entity (typed placeholder, salted hash, or drop the row), spooling the rewritten rows to a temporary
+file. Dedup runs on the rewritten text (a placeholder can make two rows identical): exact and near
+duplicates within a split, and copies of a more protected split's row, are dropped. Pass 2 writes the kept
+rows. The output directory appears atomically; the input is only read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gate import __version__
+from gate.contract import Contract
+from gate.data.neardup import PROTECTED, neardup_config
+from gate.data.pii_scan import RowScanner, set_field
+from gate.data.text import normalize, row_text
+from gate.errors import GateError
+from gate.io.dataset import SplitStats, discover, iter_chunks
+from gate.io.rows import parse_chunk
+from gate.io.writer import SplitWriter
+
+
+@dataclass
+class ScrubOutcome:
+    rows_in: int = 0
+    rows_out: int = 0
+    entities: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    rows_changed: Counter[str] = field(default_factory=Counter)
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def scrub_config(contract: Contract) -> Any:
+    from gate.pii import ScrubConfig
+
+    sec = dict(contract.raw.get("scrub") or {})
+    salt_env = sec.get("salt_env", "GATE_SCRUB_SALT")
+    try:
+        return ScrubConfig(operators=tuple(sorted(dict(sec.get("operators") or {}).items())),
+                           default_operator=sec.get("default_operator", "replace"),
+                           salt=os.environ.get(salt_env, ""))
+    except ValueError as exc:
+        raise GateError(f"scrub: {exc} (the salt comes from ${salt_env})", file=contract.path) from None
+
+
+def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
+    from gate.dedup import find_near_duplicates
+    from gate.pii import anonymize
+
+    cfg = scrub_config(contract)
+    sec = dict(contract.raw.get("scrub") or {})
+    drop_dups, drop_leaks = sec.get("drop_duplicates", True), sec.get("drop_leakage", True)
+    scanner = RowScanner(contract)
+    outcome = ScrubOutcome()
+    inputs: list[SplitStats] = []
+    splits: list[str] = []
+    keys: list[tuple[int, int]] = []
+    texts: list[str] = []
+    digests: list[bytes] = []
+    out_path = Path(out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".gate-scrub-", dir=out_path.parent) as tmp:
+        spool = Path(tmp) / "rows.jsonl"
+        with open(spool, "wb") as fh:
+            for src in discover(dataset):
+                stats = SplitStats(src.split, src.display, src.format)
+                inputs.append(stats)
+                splits.append(src.split)
+                for chunk in iter_chunks(src, stats):
+                    rows = parse_chunk(chunk)
+                    stats.rows += len(rows)
+                    outcome.rows_in += len(rows)
+                    for (line, row), fields in zip(rows, scanner.scan([r for _, r in rows]), strict=True):
+                        drop, changed = False, set()
+                        for fhit in fields:
+                            hits = fhit.pii + fhit.secrets
+                            if not hits:
+                                continue
+                            res = anonymize(fhit.text, hits, cfg)
+                            set_field(row, fhit.path, res.text)
+                            outcome.entities.update(res.counts)
+                            drop = drop or res.drop_row
+                            changed.update("pii" if h in fhit.pii else "secret" for h in hits)
+                        for kind in changed:
+                            outcome.rows_changed[kind] += 1
+                        if drop:
+                            outcome.dropped["pii_or_secret"] += 1
+                            continue
+                        text = row_text(row, contract.text_roles, contract.include_tool_calls)
+                        keys.append((len(splits) - 1, line))
+                        texts.append(text)
+                        digests.append(hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"),
+                                                       digest_size=16).digest())
+                        fh.write(orjson.dumps([len(splits) - 1, line, row]) + b"\n")
+        drop_keys: dict[tuple[int, int], str] = {}
+        if drop_dups or drop_leaks:
+            seen: dict[tuple[int, bytes], tuple[int, int]] = {}
+            for k, d in zip(keys, digests, strict=True):
+                if (k[0], d) in seen and drop_dups:
+                    drop_keys[k] = "exact_duplicate"
+                seen.setdefault((k[0], d), k)
+            result = find_near_duplicates(texts, keys, neardup_config(contract))
+            for c in result.clusters:
+                members = [keys[p] for p in c.members]
+                top = max(PROTECTED.get(splits[s], 1) for s, _ in members)
+                first_in_split: dict[int, tuple[int, int]] = {}
+                for s, line in members:
+                    if PROTECTED.get(splits[s], 1) < top:
+                        if drop_leaks:
+                            drop_keys.setdefault((s, line), "leakage")
+                    elif s in first_in_split:
+                        if drop_dups:
+                            drop_keys.setdefault((s, line), "near_duplicate")
+                    else:
+                        first_in_split[s] = (s, line)
+        outcome.dropped.update(drop_keys.values())
+        writer = SplitWriter(out, list(splits))
+        with writer, open(spool, "rb") as fh:
+            for raw in fh:
+                s, line, row = orjson.loads(raw)
+                if (s, line) in drop_keys:
+                    continue
+                writer.write(splits[s], row)
+                outcome.rows_out += 1
+            outcome.manifest = writer.manifest = {
+                "kind": "gate.scrub/1",
+                "gate_version": __version__,
+                "input": {"path": dataset, "splits": [{"split": st.split, "file": st.file, "rows": st.rows,
+                                                       "sha256": st.sha256} for st in inputs]},
+                "contract": {"name": contract.name, "version": contract.version, "sha256": contract.sha256},
+                "scrub_config": str(cfg),
+                "pii_config": str(scanner.pii_config),
+                "rows": {"in": outcome.rows_in, "out": outcome.rows_out},
+                "entities_rewritten": dict(sorted(outcome.entities.items())),
+                "rows_changed": dict(sorted(outcome.rows_changed.items())),
+                "rows_dropped": dict(sorted(outcome.dropped.items())),
+            }
+    return outcome
