@@ -1,6 +1,9 @@
-"""Measure `scan_texts` against the plain `AnalyzerEngine.analyze` loop (run by hand, not by pytest).
+"""Benchmark: gate's batched PII scan against presidio's plain per-text `AnalyzerEngine.analyze` loop.
 
-    PYTHONPATH=. python tests/pii/bench_scan.py [--n 2000] [--workers 1 2] [--no-ner]
+Same recognisers, same messages, pattern-only and with the spaCy NER model, in one run; writes
+bench/results/pii_scan.{json,md}.
+
+    .venv/bin/python bench/pii_scan.py [--n 2000] [--workers 1 2] [--no-ner] [--repeat 3]
 
 Prints texts/s of both paths, the ratio, whether the findings are identical, and recall/precision against the
 planted spans of the synthetic messages (a hit counts when it covers ≥ 50 % of a planted span of the same type).
@@ -10,20 +13,24 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "pii"))
 
-from synth import make_messages
+from synth import make_messages  # noqa: E402
 
-from gate.pii.config import PiiConfig
-from gate.pii.presidio_engine import Hit, _engine, scan_texts, scan_texts_plain
+from gate.pii.config import PiiConfig  # noqa: E402
+from gate.pii.presidio_engine import Hit, _engine, scan_texts, scan_texts_plain  # noqa: E402
 
 
-def quality(data: list, found: list[list[Hit]]) -> None:
+def quality(data: list, found: list[list[Hit]]) -> dict:
     """Recall per planted type and the number of hits on no planted span (per hit type)."""
     planted_n: collections.Counter[str] = collections.Counter()
     caught: collections.Counter[str] = collections.Counter()
@@ -40,9 +47,12 @@ def quality(data: list, found: list[list[Hit]]) -> None:
             if not any(min(h.end, p.end) - max(h.start, p.start) > 0 for p in planted):
                 false[h.entity_type] += 1
         flagged_clean += bool(hits) and not planted
-    print("  recall:", {k: f"{caught[k]}/{planted_n[k]}" for k in sorted(planted_n)})
-    print("  hits on no planted span:", dict(false))
-    print(f"  clean messages flagged: {flagged_clean}/{sum(1 for _, p in data if not p)}")
+    out = {"recall": {k: f"{caught[k]}/{planted_n[k]}" for k in sorted(planted_n)},
+           "hits_on_no_planted_span": dict(false),
+           "clean_messages_flagged": f"{flagged_clean}/{sum(1 for _, p in data if not p)}"}
+    for k, v in out.items():
+        print(f"  {k}: {v}")
+    return out
 
 
 def main() -> None:
@@ -55,6 +65,8 @@ def main() -> None:
     args = ap.parse_args()
     data = make_messages(args.n)
     texts = [t for t, _ in data]
+    results: dict = {"benchmark": "pii_scan", "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "texts": len(texts), "cpus": os.cpu_count(), "modes": []}
     configs = [("pattern-only", PiiConfig(use_ner=False))]
     if not args.no_ner:
         configs.append(("NER (en_core_web_sm)", PiiConfig()))
@@ -79,7 +91,25 @@ def main() -> None:
             print(f"  scan_texts workers={w}: {len(texts) / fast_s[w]:8.1f} texts/s  "
                   f"ratio {plain_s / fast_s[w]:4.2f}x  identical={same[w]}")
         print(f"  load average {os.getloadavg()}")
-        quality(data, plain)
+        results["modes"].append({
+            "mode": name, "ner": eng.nlp is not None, "plain_texts_per_s": round(len(texts) / plain_s, 1),
+            "gate": [{"workers": w, "texts_per_s": round(len(texts) / fast_s[w], 1),
+                      "ratio": round(plain_s / fast_s[w], 2), "identical_findings": same[w]} for w in args.workers],
+            "quality": quality(data, plain), "load_average": os.getloadavg()})
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pii_scan.json").write_text(json.dumps(results, indent=2) + "\n")
+    md = ["# PII scan: gate batched vs presidio plain `analyze` loop", "",
+          f"{results['date']}, {results['texts']} synthetic chat messages (~310 chars, ~31% with PII), "
+          f"{results['cpus']} CPUs; best of {args.repeat} interleaved runs.", "",
+          "| mode | plain loop texts/s | gate workers | gate texts/s | ratio | identical findings |",
+          "|---|---:|---:|---:|---:|---|"]
+    for m in results["modes"]:
+        for g in m["gate"]:
+            md.append(f"| {m['mode']} | {m['plain_texts_per_s']} | {g['workers']} | {g['texts_per_s']} | "
+                      f"{g['ratio']}x | {g['identical_findings']} |")
+    md += ["", "Target: >= 3x the plain loop's texts/s with the same findings.", ""]
+    (out / "pii_scan.md").write_text("\n".join(md))
 
 
 if __name__ == "__main__":
