@@ -1,8 +1,8 @@
 """Source-grouped splits: whole groups go to train / val / test by a stable hash of the group.
 
-Two passes over the input keep memory flat: the first learns each row's group (merged with every other
-group it shares an exact-duplicate text with, by union-find, so copies cannot straddle splits), the
-second writes each row to its group's split. The assignment depends only on the group's value and the
+Two passes over the input: the first learns each row's group (merged by union-find with every other group
+it shares an exact or near-duplicate text with, so copies cannot straddle splits), the second writes each
+row to its group's split. The assignment depends only on the group's value and the
 salt, so it is the same on every run and a new row of an existing group lands with its group.
 """
 
@@ -91,8 +91,13 @@ def _rows(dataset: str) -> Iterator[tuple[str, int, dict[str, Any], SplitStats]]
 def split_dataset(dataset: str, contract: Contract, out: str, cfg: SplitConfig) -> SplitOutcome:
     if not contract.group_key:
         raise GateError("the contract names no group_key, so there is nothing to split by", file=contract.path)
+    from gate.data.neardup import neardup_config
+    from gate.dedup import find_near_duplicates
+
     uf = _UnionFind()
     first_group_of_text: dict[bytes, str] = {}
+    texts: list[str] = []
+    groups: list[str] = []
     ungrouped: list[tuple[str, int, str | None]] = []
     inputs: dict[str, SplitStats] = {}
     for split, line, row, stats in _rows(dataset):
@@ -102,13 +107,20 @@ def split_dataset(dataset: str, contract: Contract, out: str, cfg: SplitConfig) 
             ungrouped.append((split, line, row.get("id") if isinstance(row.get("id"), str) else None))
             continue
         uf.find(group)
-        digest = hashlib.blake2b(normalize(row_text(row, contract.text_roles, contract.include_tool_calls))
-                                 .encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        text = row_text(row, contract.text_roles, contract.include_tool_calls)
+        texts.append(text)
+        groups.append(group)
+        digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=16).digest()
         other = first_group_of_text.setdefault(digest, group)
         if other != group:
             uf.union(other, group)
     if ungrouped and not cfg.drop_ungrouped:
         return SplitOutcome(counts={}, groups={}, ungrouped=ungrouped)
+    if texts:
+        for c in find_near_duplicates(texts, None, neardup_config(contract)).clusters:
+            for pos in c.members[1:]:
+                uf.union(groups[c.members[0]], groups[pos])
+    texts.clear()
     merged = sum(1 for g in uf.parent if uf.find(g) != g)
     groups_per_split: dict[str, set[str]] = {n: set() for n in cfg.names}
     writer = SplitWriter(out, list(cfg.names))
@@ -129,7 +141,8 @@ def split_dataset(dataset: str, contract: Contract, out: str, cfg: SplitConfig) 
             "contract": {"name": contract.name, "version": contract.version, "sha256": contract.sha256},
             "config": {"names": list(cfg.names), "ratios": list(cfg.ratios), "salt": cfg.salt,
                        "group_key": contract.group_key, "group_fallback_key": contract.group_fallback_key,
-                       "group_window": contract.group_window, "merge": "exact duplicates (union-find)"},
+                       "group_window": contract.group_window,
+                       "merge": "exact and near duplicates (union-find)"},
             "groups": {k: len(v) for k, v in groups_per_split.items()},
             "merged_groups": merged,
             "dropped_ungrouped": [{"split": s, "row": r, "id": i} for s, r, i in ungrouped],

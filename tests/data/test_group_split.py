@@ -59,13 +59,21 @@ def test_split_is_deterministic_grouped_and_stable_under_appends(tmp_path, triag
 
 
 def test_duplicate_texts_pull_their_groups_together(tmp_path, triage_contract):
-    rows = [_row(i, f"cus-{i:05d}") for i in range(60)]
-    rows.append(_row(99, "cus-09999", text=rows[7]["messages"][1]["content"].upper()))
+    import random
+
+    rng = random.Random(3)
+    rows = [_row(i, f"cus-{i:05d}", " ".join(f"w{rng.randrange(5000)}" for _ in range(50))) for i in range(60)]
+    rows.append(_row(98, "cus-09998", text=rows[7]["messages"][1]["content"].upper()))
+    near = rows[9]["messages"][1]["content"].split()
+    near[10] = "changed"
+    rows.append(_row(99, "cus-09999", text=" ".join(near)))
     write_jsonl(tmp_path / "in" / "train.jsonl", rows)
     out = split_dataset(str(tmp_path / "in"), triage_contract, str(tmp_path / "o"), SplitConfig())
-    assert out.merged_groups == 1
-    res = run_checks(str(tmp_path / "o"), triage_contract, checks=["exact_duplicate"], progress=False).results[0]
-    assert len(res.findings) == 1  # both copies in the same split
+    assert out.merged_groups == 2
+    res = run_checks(str(tmp_path / "o"), triage_contract, checks=["leakage", "exact_duplicate", "near_duplicate"],
+                     progress=False)
+    found = {r.name: len(r.findings) for r in res.results}
+    assert found == {"leakage": 0, "exact_duplicate": 1, "near_duplicate": 1}  # copies share a split
 
 
 def test_ungrouped_rows_fail_without_output(tmp_path, triage_contract):
