@@ -7,6 +7,7 @@ whatever the number of workers.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing as mp
 import os
@@ -63,9 +64,16 @@ def _init_worker(checks: list[Check]) -> None:
 
 def _map_chunk(chunk: Chunk) -> tuple[str, int, list[Any], float]:
     t0 = time.perf_counter()
-    rows = parse_chunk(chunk)
-    batch = Batch(chunk.split, chunk.file, rows)
-    partials = [c.map(batch) for c in _WORKER_CHECKS]
+    # parsed rows are acyclic JSON: the cyclic collector only churns over millions of fresh dicts (2x slower)
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        rows = parse_chunk(chunk)
+        batch = Batch(chunk.split, chunk.file, rows)
+        partials = [c.map(batch) for c in _WORKER_CHECKS]
+    finally:
+        if gc_was_on:
+            gc.enable()
     return chunk.split, len(rows), partials, time.perf_counter() - t0
 
 

@@ -81,6 +81,7 @@ class NearDuplicateCheck(_ClusterCheck):
         cl = self._clustering
         if cl is None:
             return
+        with_kept = {d.index: d.jaccard_with_kept for d in cl.result.duplicates}
         for c in cl.result.clusters:
             seen_in_split: dict[int, int] = {}  # split index -> kept member position
             seen_digests: set[bytes] = set()
@@ -97,7 +98,9 @@ class NearDuplicateCheck(_ClusterCheck):
                     continue  # an exact copy: exact_duplicate reports it
                 seen_digests.add(cl.digests[pos])
                 kept = seen_in_split[s]
-                jac = exact_pair_jaccard(self._texts[pos], self._texts[kept], self.contract)
+                # the clustering already verified this pair when the split's first row is the cluster's kept row
+                jac = with_kept[pos] if kept == c.kept and pos in with_kept else exact_pair_jaccard(
+                    self._texts[pos], self._texts[kept], self.contract)
                 self.counts["dropped_near_duplicate"] += 1
                 self.findings.append(Finding(
                     "near_duplicate", cl.splits[s], line, "messages", "near_duplicate", "error",
