@@ -40,11 +40,13 @@ class Finding:
 
 @dataclass(slots=True)
 class Batch:
-    """Parsed rows of one split, in file order."""
+    """Parsed rows of one split, in file order. `cache` lets checks share work derived from the same rows
+    (e.g. MinHash signatures used by both `near_duplicate` and `leakage`) within one worker call."""
 
     split: str
     file: str
     rows: list[Row]
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -52,7 +52,8 @@ _MEMO: dict[str, Clustering] = {}
 
 
 def cluster(texts: list[str], keys: list[tuple[int, int]], splits: list[str], ids: list[str | None],
-            digests: list[bytes], contract: Contract) -> Clustering:
+            digests: list[bytes], contract: Contract,
+            signatures: tuple[np.ndarray, np.ndarray] | None = None) -> Clustering:
     from gate.dedup import find_near_duplicates
 
     config = neardup_config(contract)
@@ -63,7 +64,8 @@ def cluster(texts: list[str], keys: list[tuple[int, int]], splits: list[str], id
     memo_key = h.hexdigest()
     if memo_key not in _MEMO:
         _MEMO.clear()  # one dataset at a time: the memo only spares the second of the two checks
-        _MEMO[memo_key] = Clustering(find_near_duplicates(texts, keys, config), keys, splits, ids, digests)
+        _MEMO[memo_key] = Clustering(find_near_duplicates(texts, keys, config, signatures), keys, splits, ids,
+                                     digests)
     return _MEMO[memo_key]
 
 

@@ -11,6 +11,7 @@ from gate.data.checks.group_split import GroupSplitCheck
 from gate.data.checks.length import LengthCheck
 from gate.data.checks.near_duplicate import LeakageCheck, NearDuplicateCheck
 from gate.data.checks.pii import PiiCheck, SecretCheck
+from gate.data.checks.template import TemplateCheck
 
 CHECKS: dict[str, type[Check]] = {
     "contract": ContractCheck,
@@ -21,6 +22,7 @@ CHECKS: dict[str, type[Check]] = {
     "secret": SecretCheck,
     "contamination": ContaminationCheck,
     "group_split": GroupSplitCheck,
+    "template": TemplateCheck,
     "length": LengthCheck,
     "boilerplate": BoilerplateCheck,
 }

@@ -10,6 +10,7 @@ from gate.dedup.cluster import (
     NearDupIndex,
     NearDupResult,
     VerifiedPair,
+    compute_signatures,
     find_near_duplicates,
 )
 from gate.dedup.lsh import LshPlan, choose_bands, detection_curve
@@ -30,6 +31,7 @@ __all__ = [
     "ShingleConfig",
     "VerifiedPair",
     "choose_bands",
+    "compute_signatures",
     "detection_curve",
     "find_near_duplicates",
     "minhash_signatures",

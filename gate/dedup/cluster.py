@@ -404,13 +404,18 @@ class NearDupIndex:
     """
 
     def __init__(
-        self, texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None
+        self, texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None,
+        signatures: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self.config = config or NearDupConfig()
         self.texts = texts
         self.keys = _check_keys(keys, len(texts), "index")
         self.plan = self.config.plan()
-        self.signatures, self.shingle_counts = _signatures(texts, self.config)
+        if signatures is None:
+            signatures = compute_signatures(texts, self.config)
+        elif signatures[0].shape != (len(texts), self.config.minhash.num_perm) or len(signatures[1]) != len(texts):
+            raise ValueError("precomputed signatures do not match the texts and num_perm")
+        self.signatures, self.shingle_counts = signatures
         docs = np.flatnonzero(self.shingle_counts > 0)
         self._rep, self._reps = _full_signature_groups(self.signatures, docs)
         self._rep_of = np.full(len(texts), -1, dtype=np.int64)
@@ -508,7 +513,7 @@ class NearDupIndex:
         """Verified near-duplicate pairs between ``texts`` (e.g. evaluation items) and this index."""
         cfg = self.config
         qkeys = _check_keys(keys, len(texts), "query")
-        qsig, qcounts = _signatures(texts, cfg)
+        qsig, qcounts = compute_signatures(texts, cfg)
         qdocs = np.flatnonzero(qcounts > 0)
         qband = band_keys(qsig[qdocs], self.plan.bands, self.plan.rows)
         pairs, oversized = cross_candidate_pairs(self._band_keys, qband, cfg.minhash.max_bucket)
@@ -571,8 +576,12 @@ def _best_neighbours(
     return partner, best
 
 
-def _signatures(texts: Sequence[str], config: NearDupConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Signature matrix and shingle counts, shingling ``chunk_docs`` texts at a time (bounded memory)."""
+def compute_signatures(texts: Sequence[str], config: NearDupConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Signature matrix and shingle counts, shingling ``chunk_docs`` texts at a time (bounded memory).
+
+    Public so callers can compute them in parallel over batches (rows are independent) and hand the stacked
+    result to :class:`NearDupIndex`; the result is identical to computing them in one go.
+    """
     n = len(texts)
     m = config.minhash
     dtype = np.uint32 if m.scheme == "affine32" else np.uint64
@@ -587,11 +596,12 @@ def _signatures(texts: Sequence[str], config: NearDupConfig) -> tuple[np.ndarray
 
 
 def find_near_duplicates(
-    texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None
+    texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None,
+    signatures: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> NearDupResult:
     """Near-duplicate clusters of ``texts``; in each, the row with the smallest key is kept.
 
     ``keys`` (unique, mutually orderable; default ``(position,)``) define both the keep rule and the cluster ids,
     e.g. ``(split_priority, row)`` so that a test item is kept over its training copy.
     """
-    return NearDupIndex(texts, keys, config).find_duplicates()
+    return NearDupIndex(texts, keys, config, signatures).find_duplicates()

@@ -115,7 +115,9 @@ def discover(path: str | Path) -> list[SplitSource]:
     found: dict[str, SplitSource] = {}
     for child in sorted(p.iterdir()):
         fmt = _format_of(child) if child.is_file() else None
-        if fmt is None or child.name in ("FAULTS.json", "MANIFEST.json", "PAIRS.json"):
+        # plain .json is accepted as JSON Lines for a single file only: in a directory it is metadata
+        # (MANIFEST.json, FAULTS.json, a report), not a split
+        if fmt is None or child.name.endswith(".json"):
             continue
         split = _split_name(child)
         if split in found:

@@ -76,7 +76,7 @@ class ContaminationCheck(_ClusterCheck):
                      if isinstance(m, dict) and m.get("role") in roles]
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             out.append((line, SEP.join(parts), rid, b""))
-        return batch.split, out
+        return batch.split, out, None
 
     def finish(self) -> None:
         from gate.dedup import NearDupIndex, ShingleConfig

@@ -1,6 +1,7 @@
 """`length`: rows and messages longer than the contract allows, and the length statistics of every split.
 
-Counts characters here; the template issue adds token lengths with the model's own tokenizer.
+Counts characters; with a tokenizer configured, also the tokens of each row as its chat template renders it and
+the tokens that carry loss, the recommended training sequence length and a histogram (gate/template/stats.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ class LengthCheck(Check):
         self._max_msg = contract.limits.get("max_message_chars")
         self._chars: dict[str, list[np.ndarray]] = {}
         self._msgs: dict[str, list[np.ndarray]] = {}
+        self._tokens = None
+        if contract.tokenizer is not None:
+            from gate.template.stats import TokenLengths
+
+            self._tokens = TokenLengths(contract)
 
     def map(self, batch: Batch) -> Any:
         findings = []
@@ -42,10 +48,13 @@ class LengthCheck(Check):
             elif self._max_msg and longest > self._max_msg:
                 findings.append(Finding("length", batch.split, line, "messages", "length.message_chars", "error",
                                         f"a message of {longest} characters, limit {self._max_msg}", None, rid))
-        return batch.split, findings, chars, nmsgs
+        tokens = self._tokens.map(batch, findings) if self._tokens is not None else None
+        return batch.split, findings, chars, nmsgs, tokens
 
     def reduce(self, partial: Any) -> None:
-        split, findings, chars, nmsgs = partial
+        split, findings, chars, nmsgs, tokens = partial
+        if self._tokens is not None:
+            self._tokens.reduce(split, tokens)
         self.findings.extend(findings)
         self.counts["scanned"] += len(chars)
         self._chars.setdefault(split, []).append(chars)
@@ -62,4 +71,9 @@ class LengthCheck(Check):
             p50, p90, p99 = (int(x) for x in np.percentile(chars, [50, 90, 99]))
             stats[split] = {"rows": int(len(chars)), "chars_p50": p50, "chars_p90": p90, "chars_p99": p99,
                             "chars_max": int(chars.max()), "messages_mean": round(float(msgs.mean()), 2)}
-        return {"splits": stats, "limits": dict(self.contract.limits)}
+        out = {"splits": stats, "limits": dict(self.contract.limits)}
+        if self._tokens is not None:
+            out.update(self._tokens.details())
+        elif self.contract.limits.get("max_tokens"):
+            out["report_lines"] = ["limits.max_tokens not checked: no tokenizer configured"]
+        return out

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import numpy as np
+
 from gate.contract import Contract
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.neardup import PROTECTED, Clustering, cluster, exact_pair_jaccard, neardup_config
@@ -29,20 +31,28 @@ class _ClusterCheck(Check):
         self._ids: list[str | None] = []
         self._digests: list[bytes] = []
         self._splits: list[str] = []
+        self._sigs: list[tuple[np.ndarray, np.ndarray]] = []
         self._clustering: Clustering | None = None
 
     def map(self, batch: Batch) -> Any:
-        roles, tools = self.contract.text_roles, self.contract.include_tool_calls
-        out = []
-        for line, row in batch.rows:
-            text = row_text(row, roles, tools)
-            digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            rid = row.get("id") if isinstance(row.get("id"), str) else None
-            out.append((line, text, rid, digest))
-        return batch.split, out
+        key = f"neardup:{neardup_config(self.contract)}:{self.contract.text_roles}"
+        if key not in batch.cache:  # computed once per batch for near_duplicate and leakage
+            from gate.dedup import compute_signatures
+
+            roles, tools = self.contract.text_roles, self.contract.include_tool_calls
+            out = []
+            for line, row in batch.rows:
+                text = row_text(row, roles, tools)
+                digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                rid = row.get("id") if isinstance(row.get("id"), str) else None
+                out.append((line, text, rid, digest))
+            # signatures in the workers: shingling and MinHash are per row, so both cores share them
+            batch.cache[key] = (batch.split, out, compute_signatures([t for _, t, _, _ in out],
+                                                                      neardup_config(self.contract)))
+        return batch.cache[key]
 
     def reduce(self, partial: Any) -> None:
-        split, rows = partial
+        split, rows, sigs = partial
         if split not in self._splits:
             self._splits.append(split)
         s = self._splits.index(split)
@@ -51,12 +61,16 @@ class _ClusterCheck(Check):
             self._keys.append((s, line))
             self._ids.append(rid)
             self._digests.append(digest)
+        if sigs is not None:
+            self._sigs.append(sigs)
         self.counts["scanned"] += len(rows)
 
     def finish(self) -> None:
         if self._texts:
+            sigs = (np.concatenate([s for s, _ in self._sigs]), np.concatenate([c for _, c in self._sigs]))
+            self._sigs.clear()
             self._clustering = cluster(self._texts, self._keys, self._splits, self._ids, self._digests,
-                                       self.contract)
+                                       self.contract, sigs)
 
     def _plan_details(self) -> dict[str, Any]:
         if self._clustering is None:
