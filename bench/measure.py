@@ -1,4 +1,9 @@
-"""Run a command and measure its wall time and the peak RSS of its whole process tree (workers included)."""
+"""Run a command and measure its wall time and the peak memory of its whole process tree (workers included).
+
+Two figures: the sum of RSS (counts pages shared between the parent and its forked workers once per process,
+so it overstates) and the sum of PSS (shares each page among the processes mapping it: the memory the tree
+really holds).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import psutil
 class Measured:
     seconds: float
     peak_rss_mb: float
+    peak_pss_mb: float
     returncode: int
     stdout: str
     stderr: str
@@ -23,21 +29,24 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None, interval: fl
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     root = psutil.Process(proc.pid)
-    peak = 0
+    peak = peak_pss = 0
     while proc.poll() is None:
         try:
             procs = [root, *root.children(recursive=True)]
-            rss = 0
+            rss = pss = 0
             for p in procs:
                 try:
-                    rss += p.memory_info().rss
+                    info = p.memory_full_info()
+                    rss += info.rss
+                    pss += getattr(info, "pss", info.rss)
                 except psutil.Error:
                     pass
             peak = max(peak, rss)
+            peak_pss = max(peak_pss, pss)
         except psutil.Error:
             pass
         if time.perf_counter() - t0 > timeout:
             proc.kill()
         time.sleep(interval)
     out, err = proc.communicate()
-    return Measured(time.perf_counter() - t0, peak / 2**20, proc.returncode, out, err)
+    return Measured(time.perf_counter() - t0, peak / 2**20, peak_pss / 2**20, proc.returncode, out, err)

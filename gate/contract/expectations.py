@@ -79,23 +79,38 @@ def _expectation(gx: Any, r: ColumnRule) -> Any:
     raise ValueError(r.kind)
 
 
+_CONTEXT: list[Any] = []  # one ephemeral context and pandas datasource per process, created on first use
+
+
+def _datasource() -> Any:
+    if not _CONTEXT:
+        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import (
+            DataContextConfig,
+            InMemoryStoreBackendDefaults,
+            ProgressBarsConfig,
+        )
+
+        ctx = gx.get_context(mode="ephemeral", project_config=DataContextConfig(
+            store_backend_defaults=InMemoryStoreBackendDefaults(),
+            progress_bars=ProgressBarsConfig(globally=False)))
+        _CONTEXT.append(ctx.data_sources.add_pandas("gate"))
+    return _CONTEXT[0]
+
+
 def run_rules(rules: list[ColumnRule], frame: Any) -> list[RuleOutcome]:
     """Validates a pandas frame (one row per dataset row) against the compiled rules with great-expectations."""
     if not rules or len(frame) == 0:
         return []
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import (
-        DataContextConfig,
-        InMemoryStoreBackendDefaults,
-        ProgressBarsConfig,
-    )
+    import uuid
 
-    ctx = gx.get_context(mode="ephemeral", project_config=DataContextConfig(
-        store_backend_defaults=InMemoryStoreBackendDefaults(),
-        progress_bars=ProgressBarsConfig(globally=False)))
-    batch = (ctx.data_sources.add_pandas("gate").add_dataframe_asset(name="rows")
-             .add_batch_definition_whole_dataframe("all").get_batch(batch_parameters={"dataframe": frame}))
+    import great_expectations as gx
+
+    source = _datasource()
+    asset_name = f"rows-{uuid.uuid4().hex[:12]}"
+    asset = source.add_dataframe_asset(name=asset_name)
+    batch = asset.add_batch_definition_whole_dataframe("all").get_batch(batch_parameters={"dataframe": frame})
     suite = gx.ExpectationSuite(name="contract", expectations=[_expectation(gx, r) for r in rules])
     result = batch.validate(suite, result_format={"result_format": "COMPLETE", "partial_unexpected_count": 0,
                                                   "include_unexpected_rows": False})
@@ -114,4 +129,5 @@ def run_rules(rules: list[ColumnRule], frame: Any) -> list[RuleOutcome]:
             unexpected_count=int(info.get("unexpected_count") or 0), element_count=int(info.get("element_count")
                                                                                       or 0),
             error=error))
+    source.delete_asset(asset_name)
     return outcomes

@@ -111,6 +111,7 @@ class ContractCheck(Check):
                                 t.required) for t in c.tools}
         self._row_tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                              "parameters": thaw(t.parameters)}} for t in c.tools]
+        self._catalogue_key = _norm_tools(self._row_tools)
         refusal = c.refusal or {}
         self._refusal_rx = _combine(refusal.get("when_user_matches", ()))
         self._refusal_text = re.compile(refusal["expect_text_matches"]) if refusal.get("expect_text_matches") else None
@@ -121,6 +122,7 @@ class ContractCheck(Check):
         # parent-side state
         self._column_chunks: dict[str, list[Any]] = {}
         self._typed_bad: set[tuple[str, int, str]] = set()
+        self._split_names: list[str] = []
 
     # ---------------------------------------------------------------- per row (workers)
     def map(self, batch: Batch) -> Any:
@@ -200,7 +202,7 @@ class ContractCheck(Check):
         for cid, i in calls.items():
             if cid not in answered:
                 add(f"messages[{i}].tool_calls", "tool.unanswered", f"tool call '{cid}' gets no tool result")
-        if c.require_row_tools and c.tools and _norm_tools(row.get("tools")) != _norm_tools(self._row_tools):
+        if c.require_row_tools and c.tools and _norm_tools(row.get("tools")) != self._catalogue_key:
             add("tools", "tool.row_tools", "the row's tools differ from the contract's tool catalogue")
 
         answers = [(i, m) for i, m in enumerate(msgs) if m["role"] == "assistant" and isinstance(
@@ -299,6 +301,12 @@ class ContractCheck(Check):
         self._typed_bad.update(typed_bad)
         import pyarrow as pa
 
+        split = cols.pop("__split")
+        if split:
+            if split[0] not in self._split_names:
+                self._split_names.append(split[0])
+            # a split index per row, not its name: per-row state is what grows with the file
+            cols["__split"] = [self._split_names.index(split[0])] * len(split)
         for k, values in cols.items():
             self._column_chunks.setdefault(k, []).append(pa.array(values, type=_arrow_type(k, self.contract)))
 
@@ -309,11 +317,19 @@ class ContractCheck(Check):
 
         table = pa.table({k: pa.chunked_array(v) for k, v in self._column_chunks.items()})
         self._column_chunks.clear()
-        frame = table.select(self._columns).to_pandas()
-        splits = table.column("__split").to_pylist()
-        lines = table.column("__row").to_pylist()
-        ids = table.column("__id").to_pylist()
-        for outcome in run_rules(self._rules, frame):
+        splits = table.column("__split")
+        lines = table.column("__row")
+        ids = table.column("__id")
+        # one column at a time: great-expectations works on pandas, and a frame of every column at once is the
+        # largest object of the whole scan on big files
+        for column in self._columns:
+            frame = table.select([column]).to_pandas()
+            rules = [r for r in self._rules if r.column == column]
+            self._column_findings(run_rules(rules, frame), frame, splits, lines, ids)
+            del frame
+
+    def _column_findings(self, outcomes: list[Any], frame: Any, splits: Any, lines: Any, ids: Any) -> None:
+        for outcome in outcomes:
             r = outcome.rule
             if outcome.error:
                 self.findings.append(Finding("contract", "*", None, r.column, r.rule, "error",
@@ -325,12 +341,12 @@ class ContractCheck(Check):
                 continue
             col = frame[r.column]
             for idx in outcome.unexpected_index:
-                key = (splits[idx], lines[idx], r.column)
-                if key in self._typed_bad:
+                split, line = self._split_names[splits[idx].as_py()], lines[idx].as_py()
+                if (split, line, r.column) in self._typed_bad:
                     continue  # already reported as field.type
-                self.findings.append(Finding("contract", splits[idx], lines[idx], r.column, r.rule, "error",
+                self.findings.append(Finding("contract", split, line, r.column, r.rule, "error",
                                              _rule_message(r.rule, r.kwargs), _value(col.iloc[idx])
-                                             if r.kind != "not_null" else None, ids[idx]))
+                                             if r.kind != "not_null" else None, ids[idx].as_py()))
             if r.kind == "not_null" and dict(r.kwargs).get("mostly", 1.0) < 1.0:
                 rate = outcome.unexpected_count / max(outcome.element_count, 1)
                 self.findings.append(Finding("contract", "*", None, r.column, "field.null_rate", "error",
@@ -370,7 +386,9 @@ def _arrow_type(column: str, contract: Contract) -> Any:
 
     if column == "__row":
         return pa.int64()
-    if column in ("__split", "__id"):
+    if column == "__split":
+        return pa.int16()
+    if column == "__id":
         return pa.string()
     spec = next((f for f in contract.fields if f.name == column), None)
     kind = spec.type if spec else "string"

@@ -19,6 +19,7 @@ it: one problem, one finding.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -74,6 +75,9 @@ class TemplateCheck(Check):
         a = self._auditor
         if a is None:
             return
+        from gate.template.batch import release
+
+        release()
         pad = a.ct.pad_id
         if pad is not None and pad in self._trained_stops:
             tok = a.ct.backend.id_to_token(pad)
@@ -101,9 +105,11 @@ class TemplateCheck(Check):
         sw = ct.keep_switch
         if sw and sw[0] not in a.kwargs:
             lines.append(f"the template has a keep-thinking switch (`{sw[0]}`); rendered with its default: "
-                         f"`checks.template.keep_thinking: true` renders (and must train) with `{sw[0]}={sw[1]}`")
+                         f"`checks.template.keep_thinking: true` renders (and must train) with "
+                         f"`{sw[0]}={json.dumps(sw[1])}`")
         elif sw:
-            lines.append(f"rendered with `{sw[0]}={a.kwargs[sw[0]]}`: train with the same template variable")
+            lines.append(f"rendered with `{sw[0]}={json.dumps(a.kwargs[sw[0]])}`: train with the same template "
+                         f"variable")
         if self.counts.get("left_to_contract"):
             lines.append(f"{self.counts['left_to_contract']} row(s) not rendered: their structure or tool arguments "
                          f"fail the contract (see `contract`)")
