@@ -62,6 +62,10 @@ def check(
     max_examples: Annotated[int, typer.Option("--max-examples", min=0, help="Findings shown per check in "
                                                                            "report.md.")] = 10,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
+    tokenizer: Annotated[Path | None, typer.Option("--tokenizer", help="Tokenizer directory (with its chat "
+                                                                       "template); overrides the contract's "
+                                                                       "`tokenizer:` and turns on the template "
+                                                                       "audit and token lengths.")] = None,
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
@@ -69,7 +73,8 @@ def check(
     code = run_check_command(dataset=str(dataset), contract_path=str(contract), report_dir=str(report_dir),
                              checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
                              db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
-                             max_examples=max_examples, quiet=quiet)
+                             max_examples=max_examples, quiet=quiet,
+                             tokenizer=str(tokenizer) if tokenizer else None)
     raise typer.Exit(code)
 
 
@@ -106,6 +111,35 @@ def scrub(
     from gate.commands.scrub import run_scrub_command
 
     raise typer.Exit(run_scrub_command(dataset=str(dataset), contract_path=str(contract), out=str(out)))
+
+
+class ExportFormat(StrEnum):
+    ms_swift = "ms-swift"
+    nemo_automodel = "nemo-automodel"
+    hf = "hf"
+
+
+@app.command()
+def export(
+    dataset: Annotated[Path, typer.Argument(help="Dataset directory, single file, or save_to_disk directory.")],
+    fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="The runner's data format.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (written atomically, with "
+                                                          "MANIFEST.json).")],
+    contract: Annotated[Path | None, typer.Option("--contract", "-c", help="Data contract: its hash goes into the "
+                                                                          "manifest, its tokenizer and template "
+                                                                          "options into the rows.")] = None,
+    tokenizer: Annotated[Path | None, typer.Option("--tokenizer", help="Tokenizer directory; overrides the "
+                                                                       "contract's.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Leave out rows the format cannot "
+                                                                      "represent (listed in the manifest) "
+                                                                      "instead of failing.")] = False,
+) -> None:
+    """Write a dataset for NeMo AutoModel, ms-swift or Hugging Face datasets, with a manifest."""
+    from gate.commands.export import run_export_command
+
+    raise typer.Exit(run_export_command(dataset=str(dataset), fmt=fmt.value, out=str(out),
+                                        contract_path=str(contract) if contract else None,
+                                        tokenizer=str(tokenizer) if tokenizer else None, skip_invalid=skip_invalid))
 
 
 @app.command()

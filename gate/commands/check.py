@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from gate.contract import load_contract
+from gate.contract.model import TokenizerRef
 from gate.data.runner import CheckRun, run_checks
 from gate.errors import ExitCode
 
@@ -20,10 +22,12 @@ def exit_code_for(run: CheckRun, fail_on: str = "error") -> int:
 
 def run_check_command(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None,
                       db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
-                      quiet: bool) -> int:
+                      quiet: bool, tokenizer: str | None = None) -> int:
     from gate.report.check_report import github_annotations, write_reports
 
     contract = load_contract(contract_path)
+    if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
+        contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
     run = run_checks(dataset, contract, checks=checks, workers=workers)
     code = exit_code_for(run, fail_on)
     write_reports(run, report_dir, max_examples)

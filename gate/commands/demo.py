@@ -6,20 +6,23 @@ demo verifies the gate says what it should (clean sets pass, faulty sets fail) b
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from rich.table import Table
 
+from gate.contract.model import TokenizerRef
 from gate.errors import ExitCode, GateError
 from gate.report.console import make_console
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# (dataset, contract, tokenizer whose chat template and loss mask are audited, expected verdict)
 DEMO_DATASETS = [
-    ("triage-clean", "triage.yaml", "pass"),
-    ("triage-faulty", "triage.yaml", "fail"),
-    ("tool-use-clean", "tool-use.yaml", "pass"),
-    ("tool-use-faulty", "tool-use.yaml", "fail"),
+    ("triage-clean", "triage.yaml", None, "pass"),
+    ("triage-faulty", "triage.yaml", None, "fail"),
+    ("tool-use-clean", "tool-use.yaml", "glm-tiny", "pass"),
+    ("tool-use-faulty", "tool-use.yaml", "glm-tiny", "fail"),
 ]
 
 
@@ -48,11 +51,14 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
     for col in ("dataset", "rows", "verdict", "expected", "failed checks", "findings", "planted found", "report"):
         table.add_column(col, no_wrap=True)
     surprises = 0
-    for name, contract_file, expected in DEMO_DATASETS:
+    for name, contract_file, tokenizer, expected in DEMO_DATASETS:
         dataset = ROOT / "fixtures" / "datasets" / name
         if not dataset.exists():
             raise GateError("fixture dataset missing (run `python fixtures/generate.py`)", file=str(dataset))
         contract = load_contract(ROOT / "contracts" / contract_file)
+        if tokenizer:
+            contract = dataclasses.replace(
+                contract, tokenizer=TokenizerRef(str(ROOT / "fixtures" / "tokenizers" / tokenizer)))
         run = run_checks(str(dataset), contract)
         code = exit_code_for(run)
         report = Path(out_dir) / name

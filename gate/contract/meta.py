@@ -39,6 +39,42 @@ TOOL = {
     },
 }
 
+TOKENIZER = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["path"],
+    "properties": {
+        "path": {"type": "string", "minLength": 1, "description": "tokenizer directory or id in the local HF cache"},
+        "revision": {"type": "string", "minLength": 1},
+    },
+}
+
+# `checks.template`: how the trainer renders and masks; see gate/template/options.py for what each key means
+TEMPLATE_OPTIONS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "mask": {"enum": ["auto", "prefix", "generation"]},
+        "stop_policy": {"enum": ["auto", "next_role", "as_rendered"]},
+        "keep_thinking": {"type": "boolean"},
+        "chat_template_kwargs": _OBJ,
+        "tool_parser": {"enum": ["auto", "glm47", "glm45", "hermes", "none"]},
+        "stop_tokens": _STR_LIST,
+        "roundtrip": {"type": "boolean"},
+        "control_tokens": {"type": "boolean"},
+    },
+}
+
+LENGTH_OPTIONS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "cover": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "multiple_of": {"type": "integer", "minimum": 1},
+        "histogram": {"type": "boolean"},
+    },
+}
+
 CONTRACT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -137,8 +173,10 @@ CONTRACT_SCHEMA: dict[str, Any] = {
         "checks": {
             "type": "object",
             "description": "per-check options; later checks read their own section",
+            "properties": {"template": TEMPLATE_OPTIONS, "length": LENGTH_OPTIONS},
             "additionalProperties": {"type": "object"},
         },
+        "tokenizer": TOKENIZER,
         "evaluation_sets": _STR_LIST,
         "scrub": {
             "type": "object",

@@ -49,6 +49,15 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class TokenizerRef:
+    """The model tokenizer (and its chat template) the data is trained with: a local directory or an id in the
+    local Hugging Face cache; `revision` pins a cached snapshot. Nothing is ever downloaded."""
+
+    path: str
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
 class Contract:
     """A parsed, validated contract. `sha256` identifies its meaning (comments and key order do not count)."""
 
@@ -85,6 +94,7 @@ class Contract:
     max_findings: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     check_options: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     evaluation_sets: tuple[str, ...] = ()
+    tokenizer: TokenizerRef | None = None
 
     def threshold(self, check: str) -> int:
         """How many error findings a check may have before it fails (0 unless the contract says otherwise)."""
@@ -262,6 +272,13 @@ def load_contract(path: str | Path) -> Contract:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     evaluation_sets = tuple(str((p.parent / s).resolve()) if not Path(s).is_absolute() else s
                             for s in data.get("evaluation_sets", []))
+    tok = data.get("tokenizer")
+    tokenizer = None
+    if tok:  # a relative path that exists next to the contract is taken from there; else it may be a cache id
+        tok_path = tok["path"]
+        if not Path(tok_path).is_absolute() and (p.parent / tok_path).exists():
+            tok_path = str((p.parent / tok_path).resolve())
+        tokenizer = TokenizerRef(path=tok_path, revision=tok.get("revision"))
     return Contract(
         path=str(p), name=data["name"], version=str(data["version"]),
         sha256=hashlib.sha256(canonical.encode()).hexdigest(), raw=_freeze(data),
@@ -288,6 +305,7 @@ def load_contract(path: str | Path) -> Contract:
         max_findings=_freeze(thresholds.get("max_findings") or {}),
         check_options=_freeze(data.get("checks") or {}),
         evaluation_sets=evaluation_sets,
+        tokenizer=tokenizer,
     )
 
 

@@ -135,6 +135,11 @@ def write_reports(run: CheckRun, report_dir: str | Path, max_examples: int = 10)
         (tmp / "report.json").write_text(json.dumps(to_json(run), indent=2, default=str) + "\n", encoding="utf-8")
         (tmp / "report.md").write_text(to_markdown(run, max_examples), encoding="utf-8")
         (tmp / "junit.xml").write_text(to_junit(run), encoding="utf-8")
+        for r in run.results:  # figures a check describes in details["plots"] (e.g. length_tokens.png)
+            for plot in r.details.get("plots", []):
+                from gate.template.plots import save_plot
+
+                save_plot(plot, tmp / Path(plot["file"]).name)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
             fh.write(to_markdown(run, max_examples))

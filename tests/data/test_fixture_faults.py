@@ -4,22 +4,32 @@ Every registered check is held to FAULTS.json: each planted fault of that check 
 row, and the check reports no other row. As later checks register, they are held to it automatically.
 """
 
+import dataclasses
 import json
 
 import pytest
 
 from gate.contract import load_contract
+from gate.contract.model import TokenizerRef
 from gate.data.registry import CHECKS
 from gate.data.runner import run_checks
 from tests.conftest import CONTRACTS, FIXTURES
 
-CASES = [("triage", "triage.yaml"), ("tool-use", "tool-use.yaml")]
+# template faults and token lengths need the model's tokenizer: tool-use is checked as a GLM model's data
+CASES = [("triage", "triage.yaml", None), ("tool-use", "tool-use.yaml", "glm-tiny")]
+
+
+def _contract(contract, tokenizer):
+    c = load_contract(CONTRACTS / contract)
+    if tokenizer:
+        c = dataclasses.replace(c, tokenizer=TokenizerRef(str(FIXTURES.parent / "tokenizers" / tokenizer)))
+    return c
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[c[0] for c in CASES])
 def faulty_run(request):
-    kind, contract = request.param
-    run = run_checks(str(FIXTURES / f"{kind}-faulty"), load_contract(CONTRACTS / contract), progress=False)
+    kind, contract, tokenizer = request.param
+    run = run_checks(str(FIXTURES / f"{kind}-faulty"), _contract(contract, tokenizer), progress=False)
     faults = json.loads((FIXTURES / f"{kind}-faulty" / "FAULTS.json").read_text())
     return run, faults
 
@@ -52,8 +62,8 @@ def test_faulty_datasets_fail(faulty_run):
     assert run.verdict == "fail"
 
 
-@pytest.mark.parametrize(("kind", "contract"), CASES)
-def test_clean_fixtures_pass_every_check(kind, contract):
-    run = run_checks(str(FIXTURES / f"{kind}-clean"), load_contract(CONTRACTS / contract), progress=False)
+@pytest.mark.parametrize(("kind", "contract", "tokenizer"), CASES)
+def test_clean_fixtures_pass_every_check(kind, contract, tokenizer):
+    run = run_checks(str(FIXTURES / f"{kind}-clean"), _contract(contract, tokenizer), progress=False)
     assert [(f.check, f.split, f.row, f.rule) for r in run.results for f in r.findings] == []
     assert run.verdict == "pass"

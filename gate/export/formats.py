@@ -1,0 +1,154 @@
+"""Rows in the shape each runner's data loader reads, checked against what that loader accepts.
+
+- `ms-swift` (4.x `MessagesPreprocessor`): `messages` in OpenAI form (assistant `tool_calls` become `tool_call`
+  messages, `tool` results stay), `tools`, a per-message `loss` on assistant messages (bool), and per-row
+  `chat_template_kwargs` when the template needs a switch. ms-swift keeps only `role`, `content`, `loss` and
+  `loss_scale` of a message, so reasoning goes inline as `<think>…</think>` before the answer, as its thinking
+  templates expect; `content` must not be null (`""` for a message that only calls tools).
+- `nemo-automodel` (`ChatDataset`): OpenAI `messages` (roles system/user/assistant/tool; `tool` messages need a
+  non-empty `tool_call_id`; `reasoning_content` on assistant messages) and `tools`.
+- `hf`: a `datasets` DatasetDict per split (`save_to_disk`): every column of the row, messages with a fixed set of
+  keys (content as a string, tool-call arguments as JSON strings, the OpenAI convention) and `tools` as a JSON
+  string, so Arrow gets one schema whatever the tools' parameters look like.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+FORMATS = ("ms-swift", "nemo-automodel", "hf")
+ROLES = {"system", "user", "assistant", "tool"}
+
+
+class Unrepresentable(ValueError):
+    """The row cannot be written in the target format (the loader would reject or mangle it)."""
+
+
+def _text(content: Any, i: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    raise Unrepresentable(f"messages[{i}].content is neither text nor text parts")
+
+
+def _calls(m: dict[str, Any], i: int) -> list[dict[str, Any]]:
+    out = []
+    for j, tc in enumerate(m.get("tool_calls") or ()):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise Unrepresentable(f"messages[{i}].tool_calls[{j}] has no function name")
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                parsed = orjson.loads(args) if args.strip() else {}
+            except orjson.JSONDecodeError:
+                raise Unrepresentable(f"messages[{i}].tool_calls[{j}].function.arguments is not JSON") from None
+        else:
+            parsed = args
+        if not isinstance(parsed, dict):
+            raise Unrepresentable(f"messages[{i}].tool_calls[{j}].function.arguments is not a JSON object")
+        out.append({"id": tc.get("id") or f"call_{j}", "type": "function",
+                    "function": {"name": fn["name"], "arguments": orjson.dumps(parsed).decode()}})
+    return out
+
+
+def _messages(row: dict[str, Any]) -> list[dict[str, Any]]:
+    msgs = row.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise Unrepresentable("no messages")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise Unrepresentable(f"messages[{i}].role is not one of {sorted(ROLES)}")
+        if m["role"] == "tool" and not (isinstance(m.get("tool_call_id"), str) and m["tool_call_id"]):
+            raise Unrepresentable(f"messages[{i}] is a tool result without a tool_call_id")
+    return msgs
+
+
+def _reasoning(m: dict[str, Any]) -> str | None:
+    for key in ("reasoning_content", "reasoning", "thinking"):
+        if isinstance(m.get(key), str) and m[key].strip():
+            return m[key]
+    return None
+
+
+def _tools(row: dict[str, Any]) -> list[Any] | None:
+    tools = row.get("tools")
+    if isinstance(tools, str):
+        try:
+            tools = orjson.loads(tools)
+        except orjson.JSONDecodeError:
+            raise Unrepresentable("tools is not JSON") from None
+    if tools is not None and not isinstance(tools, list):
+        raise Unrepresentable("tools is not a list")
+    return tools or None
+
+
+def to_ms_swift(row: dict[str, Any], template_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    out_msgs = []
+    for i, m in enumerate(_messages(row)):
+        msg: dict[str, Any] = {"role": m["role"], "content": _text(m.get("content"), i)}
+        if m["role"] == "assistant":
+            r = _reasoning(m)
+            if r is not None:
+                msg["content"] = f"<think>\n{r.strip()}\n</think>\n\n{msg['content']}"
+            calls = _calls(m, i)
+            if calls:
+                msg["tool_calls"] = calls
+            msg["loss"] = m.get("weight", 1) != 0  # OpenAI fine-tuning `weight: 0` keeps a turn out of the loss
+        elif m["role"] == "tool":
+            msg["tool_call_id"] = m["tool_call_id"]
+        out_msgs.append(msg)
+    out: dict[str, Any] = {"messages": out_msgs}
+    tools = _tools(row)
+    if tools:
+        out["tools"] = tools
+    if template_kwargs:
+        out["chat_template_kwargs"] = dict(template_kwargs)
+    if isinstance(row.get("id"), str):
+        out["id"] = row["id"]
+    return out
+
+
+def to_nemo_automodel(row: dict[str, Any]) -> dict[str, Any]:
+    out_msgs = []
+    for i, m in enumerate(_messages(row)):
+        msg: dict[str, Any] = {"role": m["role"], "content": _text(m.get("content"), i)}
+        if m["role"] == "assistant":
+            r = _reasoning(m)
+            if r is not None:
+                msg["reasoning_content"] = r
+            calls = _calls(m, i)
+            if calls:
+                msg["tool_calls"] = calls
+        elif m["role"] == "tool":
+            msg["tool_call_id"] = m["tool_call_id"]
+        out_msgs.append(msg)
+    out: dict[str, Any] = {"messages": out_msgs}
+    tools = _tools(row)
+    if tools:
+        out["tools"] = tools
+    if isinstance(row.get("id"), str):
+        out["id"] = row["id"]
+    return out
+
+
+def to_hf(row: dict[str, Any]) -> dict[str, Any]:
+    out_msgs = []
+    for i, m in enumerate(_messages(row)):
+        calls = _calls(m, i) if m["role"] == "assistant" else []
+        out_msgs.append({"role": m["role"], "content": _text(m.get("content"), i),
+                         "reasoning_content": _reasoning(m) if m["role"] == "assistant" else None,
+                         "tool_calls": calls or None, "tool_call_id": m.get("tool_call_id")})
+    out = {k: v for k, v in row.items() if k not in ("messages", "tools")}
+    out["messages"] = out_msgs
+    tools = _tools(row)
+    out["tools"] = orjson.dumps(tools).decode() if tools else None
+    return out
+
+
+CONVERTERS = {"ms-swift": to_ms_swift, "nemo-automodel": to_nemo_automodel, "hf": to_hf}

@@ -1,0 +1,151 @@
+"""`gate export`: each runner's format round-trips to the input rows, and the manifest is the evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+import pytest
+
+from gate.contract.model import TokenizerRef
+from gate.errors import GateError
+from gate.export import export_dataset
+from tests.conftest import FIXTURES, run_gate, write_jsonl
+
+CLEAN = FIXTURES / "tool-use-clean"
+GLM = TokenizerRef(str(FIXTURES.parent / "tokenizers" / "glm-tiny"))
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _source():
+    return {s: _rows(CLEAN / f"{s}.jsonl") for s in ("train", "val", "test")}
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _args(tc):
+    a = tc["function"]["arguments"]
+    return json.loads(a) if isinstance(a, str) else a
+
+
+def _check_manifest(out, fmt, source, contract=None):
+    m = json.loads((out / "MANIFEST.json").read_text())
+    assert m["kind"] == "gate.export/1" and m["format"] == fmt
+    assert {s["split"]: s["sha256"] for s in m["input"]["splits"]} == {s: _sha(CLEAN / f"{s}.jsonl") for s in source}
+    assert {s["split"]: s["rows"] for s in m["input"]["splits"]} == {s: len(r) for s, r in source.items()}
+    assert m["counts"] == {s: len(r) for s, r in source.items()} and m["skipped"] == []
+    for f in m["files"]:
+        assert _sha(out / f["file"]) == f["sha256"]
+    if contract is not None:
+        assert m["contract"]["sha256"] == contract.sha256
+    return m
+
+
+def test_ms_swift_rows_round_trip(tmp_path, tool_contract):
+    out = tmp_path / "swift"
+    export_dataset(str(CLEAN), "ms-swift", str(out), contract=tool_contract)
+    source = _source()
+    _check_manifest(out, "ms-swift", source, tool_contract)
+    for split, rows in source.items():
+        got = _rows(out / f"{split}.jsonl")
+        assert len(got) == len(rows)
+        for a, b in zip(rows, got, strict=True):
+            assert b["id"] == a["id"] and b["tools"] == a["tools"] and "chat_template_kwargs" not in b
+            assert [m["role"] for m in b["messages"]] == [m["role"] for m in a["messages"]]
+            for x, y in zip(a["messages"], b["messages"], strict=True):
+                assert y["content"] == (x["content"] or "")  # ms-swift asserts content is not None
+                assert ("loss" in y) == (x["role"] == "assistant") and y.get("loss") in (None, True)
+                assert [_args(t) for t in y.get("tool_calls", [])] == [_args(t) for t in x.get("tool_calls") or []]
+                assert y.get("tool_call_id") == x.get("tool_call_id")
+
+
+def test_ms_swift_inlines_reasoning_and_carries_the_template_switch(tmp_path, tool_contract):
+    row = {"id": "r1", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "reasoning_content": "greet back", "weight": 0},
+        {"role": "user", "content": "bye"}, {"role": "assistant", "content": "bye!"}]}
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [row])
+    c = dataclasses.replace(tool_contract, check_options={"template": {"keep_thinking": True}})
+    res = export_dataset(str(tmp_path / "ds"), "ms-swift", str(tmp_path / "out"), contract=c, tokenizer=GLM)
+    (got,) = _rows(tmp_path / "out" / "train.jsonl")
+    assert got["messages"][1] == {"role": "assistant", "content": "<think>\ngreet back\n</think>\n\nhello",
+                                  "loss": False}
+    assert got["messages"][3]["loss"] is True
+    assert got["chat_template_kwargs"] == {"clear_thinking": False}
+    assert any("inline as <think>" in w for w in res.warnings)
+    assert res.manifest["tokenizer"]["keep_thinking_switch"] == "clear_thinking"
+
+
+def test_nemo_automodel_rows_round_trip_and_warn_about_glm(tmp_path):
+    out = tmp_path / "nemo"
+    res = export_dataset(str(CLEAN), "nemo-automodel", str(out), tokenizer=GLM)
+    source = _source()
+    m = _check_manifest(out, "nemo-automodel", source)
+    assert m["contract"] is None and m["tokenizer"]["path"] == GLM.path
+    assert any("JSON strings" in w and "cannot render them" in w for w in res.warnings)
+    assert any("does not learn to stop" in w for w in res.warnings)
+    for split, rows in source.items():
+        for a, b in zip(rows, _rows(out / f"{split}.jsonl"), strict=True):
+            assert b["tools"] == a["tools"]
+            for x, y in zip(a["messages"], b["messages"], strict=True):
+                assert y["role"] == x["role"] and y["content"] == (x["content"] or "")
+                assert [_args(t) for t in y.get("tool_calls", [])] == [_args(t) for t in x.get("tool_calls") or []]
+                if x["role"] == "tool":
+                    assert y["tool_call_id"] == x["tool_call_id"]
+
+
+def test_hf_save_to_disk_round_trips(tmp_path):
+    from datasets import load_from_disk
+
+    out = tmp_path / "hf"
+    export_dataset(str(CLEAN), "hf", str(out))
+    source = _source()
+    m = _check_manifest(out, "hf", source)
+    assert any(f["file"] == "dataset_dict.json" for f in m["files"])
+    dd = load_from_disk(str(out))
+    assert set(dd) == set(source)
+    for split, rows in source.items():
+        got = dd[split].to_list()
+        for a, b in zip(rows, got, strict=True):
+            assert {k: b[k] for k in a if k not in ("messages", "tools")} == {
+                k: v for k, v in a.items() if k not in ("messages", "tools")}
+            assert json.loads(b["tools"]) == a["tools"]
+            for x, y in zip(a["messages"], b["messages"], strict=True):
+                assert y["role"] == x["role"] and y["content"] == (x["content"] or "")
+                assert y["tool_call_id"] == x.get("tool_call_id")
+                assert [_args(t) for t in y["tool_calls"] or []] == [_args(t) for t in x.get("tool_calls") or []]
+
+
+def test_a_row_the_format_cannot_hold_stops_the_export_and_keeps_the_old_output(tmp_path):
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [
+        {"id": "ok", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},
+        {"id": "bad", "messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "x"}]}])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("old")
+    with pytest.raises(GateError) as err:
+        export_dataset(str(tmp_path / "ds"), "nemo-automodel", str(out))
+    assert err.value.line == 2 and "tool_call_id" in str(err.value)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]  # nothing half-written, the old output intact
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+    res = export_dataset(str(tmp_path / "ds"), "nemo-automodel", str(out), skip_invalid=True)
+    assert res.counts == {"train": 1}
+    assert res.skipped == [{"split": "train", "row": 2, "id": "bad",
+                            "reason": "messages[1] is a tool result without a tool_call_id"}]
+    assert json.loads((out / "MANIFEST.json").read_text())["skipped"] == res.skipped
+
+
+def test_cli_export(tmp_path):
+    res = run_gate("export", str(CLEAN), "--format", "ms-swift", "--out", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "o" / "train.jsonl").exists() and (tmp_path / "o" / "MANIFEST.json").exists()
+    res = run_gate("export", str(CLEAN), "--format", "axolotl", "--out", str(tmp_path / "o2"))
+    assert res.returncode == 2 and not (tmp_path / "o2").exists()
+    res = run_gate("export", str(FIXTURES / "tool-use-faulty"), "--format", "hf", "--out", str(tmp_path / "o3"))
+    assert res.returncode == 1 and res.stderr.startswith("gate: error: ") and "train.jsonl:" in res.stderr
