@@ -1,0 +1,1 @@
+"""Scorecards, suites and scorers: the release door's evidence."""

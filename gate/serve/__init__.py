@@ -1,0 +1,1 @@
+"""Engines behind one interface: embedded transformers, vLLM, SGLang, any OpenAI-compatible URL."""
