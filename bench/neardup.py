@@ -164,7 +164,8 @@ def engine_gate_lib(corpus: Path) -> tuple[dict[str, Any], np.ndarray, np.ndarra
     for chunk in _streamed(corpus, sw):
         texts.extend(chunk)
     prof = _Profile()
-    cluster._signatures = prof.wrap(cluster._signatures, "signatures")  # loop overhead of the chunked pass
+    # the loop overhead of the chunked pass
+    cluster.compute_signatures = prof.wrap(cluster.compute_signatures, "signatures")
     cluster.shingle_batch = prof.wrap(
         cluster.shingle_batch, lambda parent: "shingling" if parent == "signatures" else "verification")
     cluster.minhash_signatures = prof.wrap(cluster.minhash_signatures, "signatures")
