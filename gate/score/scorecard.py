@@ -1,0 +1,330 @@
+"""Loading a scorecard: one YAML file naming suites, the prompt wrapper, decoding, scorers and gates.
+
+Validated the way contracts are (gate/contract/model.py: same duplicate-key-refusing loader, same node lookup
+so every error names its file, line and key), hashed over its canonical form so a result can say exactly which
+scorecard produced it (lm-eval `task_hashes`). Suites are read with one clear error per bad row. The prompt
+wrapper and decoding are applied by `request_for`, so baseline and candidate get byte-identical requests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gate.contract.model import _dotted, _known_keys, _LineLoader, _node_at, thaw
+from gate.errors import ContractError, GateError, InputError
+from gate.score.meta import SCORECARD_SCHEMA
+from gate.score.scorers import KEYS
+from gate.score.types import Item
+from gate.serve.types import Request
+
+
+class ScorecardError(GateError):
+    """The scorecard file is not a valid scorecard (unknown key, bad reference, unreadable suite...)."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite as loaded: its items in file order and the sha256 of the file's bytes."""
+
+    name: str
+    path: str
+    sha256: str
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    name: str
+    type: str
+    options: dict[str, Any]
+    suites: tuple[str, ...] | None = None
+
+    def build(self) -> Any:
+        from gate.score.scorers import build
+
+        return build(self.type, dict(self.options))
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    """A parsed, validated scorecard. `sha256` identifies its meaning (comments and key order do not count);
+    `suite_hashes` pins the item files."""
+
+    path: str
+    name: str
+    version: str
+    sha256: str
+    raw: dict[str, Any]
+    suites: tuple[Suite, ...]
+    scorers: tuple[ScorerSpec, ...]
+    decoding: dict[str, Any]
+    system: str | None = None
+    system_mode: str = "keep"
+    tools: tuple[dict[str, Any], ...] | None = None
+    tool_choice: Any = None
+    response_format: dict[str, Any] | None = None
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    gates: tuple[dict[str, Any], ...] = ()
+    kind: str = "quality"
+
+    @property
+    def suite_hashes(self) -> dict[str, str]:
+        return {s.name: s.sha256 for s in self.suites}
+
+    def build_scorers(self) -> dict[str, Any]:
+        """name -> scorer instance (built on demand: jsonschema and the sandbox are imported only here)."""
+        return {s.name: s.build() for s in self.scorers}
+
+    def scorers_for(self, suite: str) -> tuple[ScorerSpec, ...]:
+        return tuple(s for s in self.scorers if s.suites is None or suite in s.suites)
+
+    def request_for(self, item: Item) -> Request:
+        """The request for one item under this scorecard's prompt wrapper and decoding (same for both models)."""
+        msgs = [dict(m) for m in item.messages]
+        if self.system is not None:
+            has = bool(msgs) and msgs[0].get("role") == "system"
+            if self.system_mode == "replace" or not has:
+                msgs = [{"role": "system", "content": self.system}, *(msgs[1:] if has else msgs)]
+            elif self.system_mode == "prepend":
+                msgs[0] = {"role": "system", "content": self.system + "\n\n" + str(msgs[0].get("content", ""))}
+        d = self.decoding
+        return Request(messages=tuple(msgs), tools=self.tools, tool_choice=self.tool_choice,
+                       response_format=self.response_format, temperature=float(d["temperature"]),
+                       top_p=float(d.get("top_p", 1.0)), max_tokens=int(d["max_tokens"]), seed=d.get("seed", 0),
+                       logprobs=bool(d.get("logprobs", False)),
+                       stop=tuple(d["stop"]) if d.get("stop") else None)
+
+
+def _read_yaml(p: Path) -> tuple[yaml.Node, Any]:
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScorecardError("scorecard file not found", file=str(p)) from None
+    except UnicodeDecodeError as exc:
+        raise ScorecardError(f"scorecard is not UTF-8 (byte {exc.start})", file=str(p)) from None
+    except OSError as exc:
+        raise ScorecardError(f"cannot read scorecard ({exc.strerror})", file=str(p)) from None
+    try:
+        return yaml.compose(text, Loader=_LineLoader), yaml.load(text, Loader=_LineLoader)
+    except ContractError as exc:  # the shared loader's duplicate-key error
+        raise ScorecardError(exc.message, file=str(p), line=exc.line, field=exc.field) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScorecardError(f"invalid YAML: {problem}", file=str(p), line=mark.line + 1 if mark else None) from None
+
+
+def load_suite(path: str | Path, name: str = "") -> Suite:
+    """Reads a JSONL suite; the first bad row ends the run with one line naming file, line and field."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read suite ({exc.strerror or exc})", file=str(p)) from None
+    items: list[Item] = []
+    seen: dict[str, int] = {}
+    for no, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except UnicodeDecodeError:
+            raise InputError("row is not UTF-8", file=str(p), line=no) from None
+        except ValueError as exc:
+            raise InputError(f"malformed JSON: {exc.args[0].split(':')[0]}", file=str(p), line=no) from None
+        if not isinstance(row, dict):
+            raise InputError("a suite row must be a JSON object", file=str(p), line=no)
+        rid = row.get("id")
+        if not isinstance(rid, str) or not rid.strip():
+            raise InputError("missing or empty id", file=str(p), line=no, field="id")
+        if rid in seen:
+            raise InputError(f"duplicate id '{rid}' (first on line {seen[rid]})", file=str(p), line=no, field="id")
+        seen[rid] = no
+        cat = row.get("category")
+        if not isinstance(cat, str) or not cat:
+            raise InputError("missing or empty category", file=str(p), line=no, field="category")
+        msgs = row.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise InputError("messages must be a non-empty list", file=str(p), line=no, field="messages")
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                raise InputError("each message needs a role", file=str(p), line=no, field=f"messages[{i}].role")
+        if "expected" not in row:
+            raise InputError("missing expected", file=str(p), line=no, field="expected")
+        extra = {k: v for k, v in row.items() if k not in ("id", "category", "messages", "expected")}
+        items.append(Item(id=rid, category=cat, messages=tuple(msgs), expected=row["expected"],
+                          suite=name or p.stem, line=no, extra=extra))
+    if not items:
+        raise InputError("suite has no items", file=str(p))
+    return Suite(name=name or p.stem, path=str(p), sha256=hashlib.sha256(raw).hexdigest(), items=tuple(items))
+
+
+def load_scorecard(path: str | Path, load_suites: bool = True) -> Scorecard:
+    """Reads, validates and resolves a scorecard (suites, contract references, scorer options)."""
+    p = Path(path)
+    root, data = _read_yaml(p)
+    if not isinstance(data, dict):
+        raise ScorecardError("a scorecard must be a YAML mapping", file=str(p), line=1)
+
+    def fail(msg: str, fpath: list[Any], key: str | None = None) -> ScorecardError:
+        node = _node_at(root, fpath, key)
+        return ScorecardError(msg, file=str(p), line=node.start_mark.line + 1 if node else None,
+                              field=_dotted([*fpath, key] if key else fpath))
+
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(SCORECARD_SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        epath = list(err.absolute_path)
+        if err.validator == "additionalProperties":
+            extra = [k for k in err.instance if k not in err.schema.get("properties", {})]
+            key = str(extra[0]) if extra else None
+            hint = difflib.get_close_matches(str(key), _known_keys(SCORECARD_SCHEMA, epath), n=1)
+            raise fail(f"unknown key '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""), epath, key)
+        raise fail(err.message, epath)
+
+    def resolve(rel: str) -> Path:
+        q = Path(rel)
+        return q if q.is_absolute() else (p.parent / q).resolve()
+
+    def contract_part(rel: str, fpath: list[Any]) -> Any:
+        from gate.contract.model import load_contract
+
+        try:
+            return load_contract(resolve(rel))
+        except GateError as exc:
+            raise fail(f"contract reference: {exc}", fpath) from None
+
+    # suites
+    suites: list[Suite] = []
+    names: set[str] = set()
+    for i, s in enumerate(data["suites"]):
+        if s["name"] in names:
+            raise fail(f"suite '{s['name']}' is declared twice", ["suites", i, "name"])
+        names.add(s["name"])
+        sp = resolve(s["path"])
+        if not sp.is_file():
+            raise fail(f"suite file not found: {sp}", ["suites", i, "path"])
+        if load_suites:
+            suite = load_suite(sp, s["name"])
+            if s.get("sha256") and s["sha256"] != suite.sha256:
+                raise fail(f"suite file changed: sha256 {suite.sha256[:12]}… is not the pinned one",
+                           ["suites", i, "sha256"])
+            suites.append(suite)
+
+    # prompt wrapper
+    prompt = data.get("prompt") or {}
+    tools: list[dict[str, Any]] | None = [dict(t) for t in prompt["tools"]] if "tools" in prompt else None
+    if prompt.get("tools_from_contract"):
+        if tools is not None:
+            raise fail("give tools or tools_from_contract, not both", ["prompt", "tools_from_contract"])
+        c = contract_part(prompt["tools_from_contract"], ["prompt", "tools_from_contract"])
+        if not c.tools:
+            raise fail("the contract has no tool catalogue", ["prompt", "tools_from_contract"])
+        tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                   "parameters": thaw(t.parameters)}} for t in c.tools]
+    rf = dict(prompt["response_format"]) if prompt.get("response_format") else None
+    if rf and rf.get("schema_from_contract"):
+        c = contract_part(rf.pop("schema_from_contract"), ["prompt", "response_format", "schema_from_contract"])
+        if c.output_schema is None:
+            raise fail("the contract has no output schema", ["prompt", "response_format", "schema_from_contract"])
+        rf["schema"] = thaw(c.output_schema)
+    response_format = None
+    if rf and rf["type"] == "json_schema":
+        if "schema" not in rf:
+            raise fail("json_schema needs schema or schema_from_contract", ["prompt", "response_format"])
+        js = {"name": rf.get("name", data["name"]), "schema": rf["schema"]}
+        if "strict" in rf:
+            js["strict"] = rf["strict"]
+        response_format = {"type": "json_schema", "json_schema": js}
+    elif rf:
+        response_format = {"type": rf["type"]}
+
+    # scorers
+    specs: list[ScorerSpec] = []
+    snames: dict[str, str] = {}
+    for i, s in enumerate(data["scorers"]):
+        where = ["scorers", i]
+        if s["name"] in snames:
+            raise fail(f"scorer '{s['name']}' is declared twice", [*where, "name"])
+        snames[s["name"]] = s["type"]
+        for j, sn in enumerate(s.get("suites", [])):
+            if sn not in names:
+                raise fail(f"no suite named '{sn}'", [*where, "suites", j])
+        opts = dict(s.get("options") or {})
+        opts = _resolve_options(s["type"], opts, tools, resolve, lambda m, k, w=where: fail(m, [*w, "options"], k),
+                                contract_part, [*where, "options"])
+        specs.append(ScorerSpec(s["name"], s["type"], opts, tuple(s["suites"]) if "suites" in s else None))
+
+    # gates: plain data for the release step; only references are checked
+    for i, g in enumerate(data.get("gates") or []):
+        if g["scorer"] not in snames:
+            raise fail(f"no scorer named '{g['scorer']}'", ["gates", i, "scorer"])
+        if g["metric"] not in KEYS[snames[g["scorer"]]]:
+            raise fail(f"scorer '{g['scorer']}' ({snames[g['scorer']]}) has no metric '{g['metric']}' "
+                       f"(it has {', '.join(KEYS[snames[g['scorer']]])})", ["gates", i, "metric"])
+        if g.get("suite") and g["suite"] not in names:
+            raise fail(f"no suite named '{g['suite']}'", ["gates", i, "suite"])
+
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return Scorecard(
+        path=str(p), name=data["name"], version=str(data["version"]),
+        sha256=hashlib.sha256(canonical.encode()).hexdigest(), raw=data, suites=tuple(suites),
+        scorers=tuple(specs), decoding=dict(data["decoding"]), system=prompt.get("system"),
+        system_mode=prompt.get("system_mode", "keep"), tools=tuple(tools) if tools is not None else None,
+        tool_choice=prompt.get("tool_choice"), response_format=response_format,
+        chat_template_kwargs=dict(prompt.get("chat_template_kwargs") or {}),
+        gates=tuple(dict(g) for g in data.get("gates") or []), kind=data.get("kind", "quality"))
+
+
+def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str, Any]] | None, resolve: Any,
+                     fail: Any, contract_part: Any, where: list[Any]) -> dict[str, Any]:
+    """Turns file references into values, injects the prompt's tools, and rejects options the scorer lacks."""
+    if "schema_from_contract" in opts:
+        c = contract_part(opts.pop("schema_from_contract"), [*where, "schema_from_contract"])
+        if c.output_schema is None:
+            raise fail("the contract has no output schema", "schema_from_contract")
+        opts["schema"] = thaw(c.output_schema)
+    if type_name == "tool_execution":
+        if "tools" in opts:
+            raise fail("tools come from the prompt wrapper, not from scorer options", "tools")
+        opts["tools"] = tools or []
+        if opts.get("implementation"):
+            impl = resolve(opts["implementation"])
+            if not impl.is_file():
+                raise fail(f"tool implementation not found: {impl}", "implementation")
+            opts["implementation"] = str(impl)
+    from gate.score.scorers import scorer_class
+
+    params = inspect.signature(scorer_class(type_name).__init__).parameters
+    for k in opts:
+        if k not in params:
+            known = [n for n in params if n != "self"]
+            hint = difflib.get_close_matches(k, known, n=1)
+            raise fail(f"unknown option '{k}' for {type_name}" + (f" (did you mean '{hint[0]}'?)" if hint else ""), k)
+    if type_name == "format" and opts.get("schema") is not None:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(opts["schema"])
+        except SchemaError as exc:
+            raise fail(f"invalid JSON Schema: {exc.message}", "schema") from None
+    if type_name == "refusal":
+        import re
+
+        for pat in opts.get("patterns") or []:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise fail(f"invalid regular expression: {exc}", "patterns") from None
+    return opts

@@ -1,0 +1,208 @@
+"""Each scorer on hand-made answers: right, wrong, malformed, truncated by length."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.score.scorers.format import FormatValidity
+from gate.score.scorers.refusal import Refusal
+from gate.score.scorers.task import ExactMatch, FieldMatch
+from gate.score.scorers.tools import ToolExecution, normalize_value
+from gate.score.types import Item
+from gate.serve.types import Response, ToolCall
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIAGE = {"product": "billing", "severity": "high", "next_action": "refund_review"}
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["product", "severity", "next_action"],
+          "properties": {"product": {"enum": ["billing", "api"]}, "severity": {"enum": ["low", "high"]},
+                         "next_action": {"enum": ["refund_review", "refuse"]}}}
+
+
+def item(expected, category="c") -> Item:
+    return Item(id="x-1", category=category, messages=({"role": "user", "content": "hi"},), expected=expected)
+
+
+def resp(text="", finish="stop", calls=()) -> Response:
+    return Response(text=text, finish_reason=finish, tool_calls=tuple(calls))
+
+
+class TestFieldMatch:
+    def test_right(self):
+        s = FieldMatch().score(item(TRIAGE), resp(json.dumps(TRIAGE)))
+        assert s.value["strict"] == s.value["flexible"] == 1.0 and s.error is None
+
+    def test_chatty_answer_is_flexible_only(self):
+        s = FieldMatch().score(item(TRIAGE), resp("Sure! ```json\n" + json.dumps(TRIAGE) + "\n```"))
+        assert s.value["strict"] == 0.0 and s.value["flexible"] == 1.0
+        assert "extraction" in s.explanation
+
+    def test_wrong_field(self):
+        s = FieldMatch().score(item(TRIAGE), resp(json.dumps({**TRIAGE, "severity": "low"})))
+        assert s.value["strict"] == 0.0 and s.value["strict_fields"] == pytest.approx(2 / 3)
+        assert s.error == "wrong_value" and "severity" in s.explanation
+
+    def test_malformed_and_truncated(self):
+        s = FieldMatch().score(item(TRIAGE), resp('{"product": "billing", "sev'))
+        assert s.value["flexible"] == 0.0 and s.error == "parse_failure"
+        s = FieldMatch().score(item(TRIAGE), resp('<think>hmm', finish="length"))
+        assert s.error == "truncated"
+
+    def test_engine_error_never_passes(self):
+        assert FieldMatch().score(item(TRIAGE), Response(text="", error="HTTP 500")).value["strict"] == 0.0
+
+    def test_exact_match(self):
+        s = ExactMatch().score(item("Paris"), resp("paris."))
+        assert s.value == {"strict": 0.0, "flexible": 1.0}
+
+
+class TestFormat:
+    def test_levels(self):
+        f = FormatValidity(SCHEMA)
+        ok = f.score(item(None), resp(json.dumps(TRIAGE)))
+        assert ok.value["strict_parse"] == ok.value["schema_valid"] == 1.0
+        chatty = f.score(item(None), resp("Here: " + json.dumps(TRIAGE)))
+        assert chatty.value["strict_parse"] == 0 and chatty.value["extractable"] == 1
+        assert chatty.value["schema_valid"] == 0 and chatty.value["schema_valid_flexible"] == 1
+        bad = f.score(item(None), resp(json.dumps({**TRIAGE, "product": "toaster"})))
+        assert bad.value["strict_parse"] == 1 and bad.value["schema_valid"] == 0 and bad.error == "schema_violation"
+        none = f.score(item(None), resp("I think billing."))
+        assert none.value["extractable"] == 0 and none.error == "parse_failure"
+
+    def test_length_counted_apart(self):
+        s = FormatValidity(SCHEMA).score(item(None), resp('{"product": "bil', finish="length"))
+        assert s.value["truncated"] == 1.0 and s.error == "truncated"
+        assert FormatValidity(SCHEMA).score(item(None), resp(json.dumps(TRIAGE))).value["truncated"] == 0.0
+
+    def test_format_keywords_are_asserted(self):
+        f = FormatValidity({"type": "object", "properties": {"ip": {"type": "string", "format": "ipv4"}}})
+        assert f.score(item(None), resp('{"ip": "999.1.1.1"}')).value["schema_valid"] == 0.0
+        assert f.score(item(None), resp('{"ip": "10.1.1.1"}')).value["schema_valid"] == 1.0
+
+
+class TestRefusal:
+    def test_patterns_both_directions(self):
+        r = Refusal()
+        unsafe, safe = item({"refusal": True}), item({"tool_calls": []})
+        refusal_text = "I'm sorry, but I can't share another customer's order details."
+        assert r.score(unsafe, resp(refusal_text)).value == {"correct": 1.0, "refused": 1.0, "under_refusal": 0.0}
+        under = r.score(unsafe, resp("Sure, their order contains a lamp."))
+        assert under.value["under_refusal"] == 1.0 and under.error == "under_refusal"
+        over = r.score(safe, resp(refusal_text))
+        assert over.value["over_refusal"] == 1.0 and "under_refusal" not in over.value
+        assert "matched" in over.explanation
+
+    def test_tool_call_is_compliance(self):
+        s = Refusal().score(item({"refusal": True}), resp("I cannot help", calls=[ToolCall("lookup_order", "{}")]))
+        assert s.value["refused"] == 0.0 and s.error == "under_refusal"
+
+    def test_field_method(self):
+        r = Refusal(method="field", field="next_action", expected_field="next_action")
+        assert r.score(item({"next_action": "refuse"}), resp('{"next_action": "refuse"}')).value["correct"] == 1
+        s = r.score(item({"next_action": "close"}), resp('{"next_action": "refuse"}'))
+        assert s.error == "over_refusal"
+
+    def test_bad_method(self):
+        with pytest.raises(ValueError):
+            Refusal(method="vibes")
+
+
+TOOLS = [{"type": "function", "function": {"name": "issue_refund", "parameters": {
+    "type": "object", "additionalProperties": False, "required": ["order_id", "amount", "reason"],
+    "properties": {"order_id": {"type": "string", "pattern": "^ORD-[0-9]{6}$"},
+                   "amount": {"type": "number", "exclusiveMinimum": 0},
+                   "reason": {"enum": ["damaged", "late", "wrong_item", "not_received", "other"]}}}}},
+         {"type": "function", "function": {"name": "search_kb", "parameters": {
+             "type": "object", "additionalProperties": False, "required": ["query"],
+             "properties": {"query": {"type": "string", "minLength": 2}, "top_k": {"type": "integer"}}}}},
+         {"type": "function", "function": {"name": "lookup_order", "parameters": {
+             "type": "object", "additionalProperties": False, "required": ["order_id"],
+             "properties": {"order_id": {"type": "string"}}}}}]
+GOLD = {"tool_calls": [{"name": "issue_refund",
+                        "arguments": {"order_id": "ORD-638174", "amount": 19.51, "reason": "not_received"}}]}
+IMPL = ROOT / "fixtures" / "tools" / "support_desk.py"
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return ToolExecution(TOOLS, IMPL)
+
+
+def call(name="issue_refund", **args):
+    base = {"order_id": "ORD-638174", "amount": 19.51, "reason": "not_received"} if name == "issue_refund" else {}
+    return ToolCall(name, json.dumps({**base, **args}))
+
+
+class TestToolExecution:
+    def test_right_call_executes(self, scorer):
+        s = scorer.score(item(GOLD), resp(calls=[call()]))
+        assert s.value["correct"] == 1.0 and s.value["executed"] == 1.0 and s.error is None
+        assert s.metadata["execution"]["status"] == "ok"
+
+    @pytest.mark.parametrize("response,error", [
+        (resp(calls=[call("lookup_order")]), "wrong_function"),
+        (resp(calls=[ToolCall("issue_refund", '{"order_id": "ORD-638174", "amount": 19.51')]), "parse_failure"),
+        (resp(calls=[ToolCall("issue_refund", '{"order_id": "ORD-638174", "amount": 19.51}')]),
+         "missing_argument"),
+        (resp(calls=[call(note="x")]), "extra_argument"),
+        (resp(calls=[call(amount="19.51")]), "wrong_type"),
+        (resp(calls=[call(reason="damaged")]), "bad_value"),
+        (resp(calls=[call(order_id="ORD-1")]), "bad_value"),
+        (resp(calls=[call(), call()]), "wrong_count"),
+        (resp("I have refunded your order."), "abstention"),
+        (resp('<tool_call>{"name": "issue_refund", "arguments": {"order_id": </tool_call>'), "parse_failure"),
+        (resp('{"name": "issue_refund", "argu', finish="length"), "parse_failure"),
+        (Response(text="", error="connection refused"), "engine_error"),
+    ])
+    def test_taxonomy(self, scorer, response, error):
+        s = scorer.score(item(GOLD), response)
+        assert s.error == error, s
+        assert s.value["correct"] == 0.0
+
+    def test_unparseable_is_never_abstention(self, scorer):
+        s = scorer.score(item(GOLD), resp("<tool_call>issue_refund(order_id=ORD-638174)</tool_call>"))
+        assert s.error == "parse_failure" and s.value["parsed"] == 0.0
+
+    def test_raw_text_fallback_is_attributed_to_the_parser(self, scorer):
+        text = '<tool_call>{"name": "issue_refund", "arguments": ' + json.dumps(GOLD["tool_calls"][0]["arguments"]) \
+            + "}</tool_call>"
+        s = scorer.score(item(GOLD), resp(text))
+        assert s.value["correct"] == 1.0 and s.value["server_parsed"] == 0.0 and s.metadata["parser_missed"]
+
+    def test_int_for_float_and_bfcl_normalisation(self, scorer):
+        gold = {"tool_calls": [{"name": "issue_refund",
+                                "arguments": {"order_id": "ORD-638174", "amount": 20.0, "reason": "other"}}]}
+        assert scorer.score(item(gold), resp(calls=[call(amount=20, reason="other")])).value["correct"] == 1.0
+        assert normalize_value("Return Window") == normalize_value("return_window")
+        assert normalize_value(True) != normalize_value(1)
+
+    def test_acceptable_alternatives_and_omittable(self, scorer):
+        gold = {"tool_calls": [{"name": "search_kb", "arguments": {"query": "return window", "top_k": 2},
+                                "acceptable": {"query": ["return window", "return policy"], "top_k": [2, ""]}}]}
+        ok = scorer.score(item(gold), resp(calls=[ToolCall("search_kb", '{"query": "Return Policy"}')]))
+        assert ok.value["arguments"] == 1.0 and ok.error in (None, "wrong_result")
+
+    def test_parallel_calls_matched_in_any_order(self, scorer):
+        gold = {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "ORD-000001"}},
+                               {"name": "lookup_order", "arguments": {"order_id": "ORD-000002"}}]}
+        calls = [ToolCall("lookup_order", '{"order_id": "ORD-000002"}'),
+                 ToolCall("lookup_order", '{"order_id": "ORD-000001"}')]
+        assert scorer.score(item(gold), resp(calls=calls)).value["correct"] == 1.0
+
+    def test_refusal_items(self, scorer):
+        assert scorer.score(item({"refusal": True}), resp("I can't share that.")).value["correct"] == 1.0
+        s = scorer.score(item({"refusal": True}), resp(calls=[call("lookup_order", order_id="ORD-000001")]))
+        assert s.error == "unwanted_call"
+
+    def test_wrong_result_from_state(self, tmp_path):
+        impl = tmp_path / "tools.py"
+        impl.write_text("def initial_state():\n    return {'n': 0}\n"
+                        "def lookup_order(state, order_id):\n    state['n'] += len(order_id)\n"
+                        "    return order_id.upper()\n"
+                        "TOOLS = {'lookup_order': lookup_order}\n")
+        sc = ToolExecution(TOOLS, impl, normalize="basic")
+        gold = {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "ab"}}]}
+        s = sc.score(item(gold), resp(calls=[ToolCall("lookup_order", '{"order_id": "AB "}')]))
+        assert s.value["arguments"] == 1.0 and s.error == "wrong_result"
