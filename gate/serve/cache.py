@@ -1,0 +1,116 @@
+"""Response cache in DuckDB: an interrupted run resumes, a rerun of a scorecard costs nothing.
+
+The key is a digest of everything that can change an answer: the engine identity (model and adapter hashes, engine
+and version, server flags, chat template hash), the canonical JSON of the full `Request` (messages, tools, tool
+choice, response format, sampling, seed, logprobs, stop) and the epoch (bump it to ask the same question again, e.g.
+for repeated sampling). Operations runs measure the engine, so they bypass the cache entirely (`bypass=True`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gate.serve.engine import (
+    Engine,
+    EngineIdentity,
+    canonical_json,
+    request_to_dict,
+    response_from_dict,
+    response_to_dict,
+)
+from gate.serve.types import Request, Response
+
+KEY_VERSION = 1  # bump when the key recipe changes so old rows can never match
+
+DDL = """CREATE TABLE IF NOT EXISTS response_cache (
+    key VARCHAR PRIMARY KEY, identity_fp VARCHAR, identity JSON, request JSON, epoch INTEGER,
+    response JSON, created_at TIMESTAMPTZ DEFAULT current_timestamp)"""
+
+
+def cache_key(identity: EngineIdentity, req: Request, epoch: int = 0) -> str:
+    """sha256 over (key version, identity, full request, epoch) in canonical JSON."""
+    material = canonical_json({"v": KEY_VERSION, "identity": identity.to_dict(), "request": request_to_dict(req),
+                               "epoch": epoch})
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class ResponseCache:
+    """A DuckDB table of answers. Opens a short-lived connection per batch: DuckDB allows one writer per file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = str(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as con:
+            con.execute(DDL).fetchall()
+
+    def _connect(self) -> Any:
+        import duckdb
+
+        return duckdb.connect(self.path)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Response]:
+        if not keys:
+            return {}
+        with self._connect() as con:
+            rows = con.execute("SELECT key, response FROM response_cache WHERE key IN (SELECT unnest(?))",
+                               [list(keys)]).fetchall()
+        return {k: replace(response_from_dict(json.loads(v)), cached=True) for k, v in rows}
+
+    def put_many(self, items: Sequence[tuple[str, EngineIdentity, Request, int, Response]]) -> None:
+        """Store successful answers only: an error is a fact about that moment, not about the model."""
+        rows = [(k, ident.fingerprint(), canonical_json(ident.to_dict()), canonical_json(request_to_dict(req)), ep,
+                 canonical_json(response_to_dict(replace(resp, cached=False))))
+                for k, ident, req, ep, resp in items if resp.error is None]
+        if not rows:
+            return
+        with self._connect() as con:
+            con.executemany("INSERT OR REPLACE INTO response_cache (key, identity_fp, identity, request, epoch, "
+                            "response) VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def count(self) -> int:
+        with self._connect() as con:
+            return int(con.execute("SELECT count(*) FROM response_cache").fetchone()[0])
+
+
+class CachedEngine(Engine):
+    """Wraps any engine: answers from the cache when it can, asks the engine only for the misses, stores them."""
+
+    def __init__(self, engine: Engine, cache: ResponseCache, *, epoch: int = 0, bypass: bool = False) -> None:
+        self.engine = engine
+        self.cache = cache
+        self.epoch = epoch
+        self.bypass = bypass  # operations scorecards: measure the engine, never the cache
+        self.name = engine.name
+
+    @property
+    def identity(self) -> EngineIdentity:
+        return self.engine.identity
+
+    def start(self) -> None:
+        self.engine.start()
+
+    def stop(self) -> None:
+        self.engine.stop()
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        if self.bypass:
+            return self.engine.generate(requests)
+        ident = self.engine.identity
+        keys = [cache_key(ident, r, self.epoch) for r in requests]
+        hits = self.cache.get_many(sorted(set(keys)))
+        miss_idx = [i for i, k in enumerate(keys) if k not in hits]
+        # Identical requests inside one batch are asked once.
+        first: dict[str, int] = {}
+        for i in miss_idx:
+            first.setdefault(keys[i], i)
+        todo = list(first.values())
+        fresh = self.engine.generate([requests[i] for i in todo]) if todo else []
+        got = {keys[i]: resp for i, resp in zip(todo, fresh, strict=True)}
+        self.cache.put_many([(keys[i], ident, requests[i], self.epoch, got[keys[i]]) for i in todo])
+        return [hits[k] if k in hits else got[k] for k in keys]

@@ -1,0 +1,265 @@
+"""Async client for any OpenAI-compatible chat server (vLLM, SGLang, llama.cpp, a hosted URL).
+
+Why its own client rather than the `openai` package: we need exact control of what is sent (the request's canonical
+fields and nothing else, so cache keys mean what they say), bounded concurrency, and a failure model where one bad
+request becomes an error `Response` instead of an exception that kills a 1,000-item run.
+
+Structured output goes out as `response_format: {"type": "json_schema", ...}`. The old `guided_json` family was removed
+in vLLM 0.12 and is silently ignored (HTTP 200, unconstrained output), so this client refuses to send it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from gate.serve.types import Request, Response, ToolCall
+
+REMOVED_FIELDS = frozenset({"guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                            "guided_decoding_backend", "guided_whitespace_pattern"})
+
+
+def build_payload(req: Request, model: str, *, extra_body: dict[str, Any] | None = None,
+                  stream: bool = False) -> dict[str, Any]:
+    """The chat/completions body for one request: every field of `Request` that is set, plus `extra_body`."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [dict(m) for m in req.messages],
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "max_tokens": req.max_tokens,
+    }
+    if req.seed is not None:
+        body["seed"] = req.seed
+    if req.tools:
+        body["tools"] = [dict(t) for t in req.tools]
+    if req.tool_choice is not None:
+        body["tool_choice"] = req.tool_choice
+    if req.response_format is not None:
+        body["response_format"] = req.response_format
+    if req.logprobs:
+        body["logprobs"] = True
+    if req.stop:
+        body["stop"] = list(req.stop)
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    for key, value in (extra_body or {}).items():
+        body[key] = value
+    bad = REMOVED_FIELDS & body.keys()
+    if bad:
+        raise ValueError(f"{sorted(bad)} were removed from vLLM (silently ignored); use response_format json_schema")
+    return body
+
+
+def parse_completion(data: dict[str, Any]) -> Response:
+    """A non-streamed chat completion → `Response` (text, parsed tool calls, reasoning, usage, logprobs)."""
+    choices = data.get("choices") or []
+    if not choices:
+        return Response(text="", error=f"no choices in response: {json.dumps(data)[:200]}", raw=data)
+    ch = choices[0]
+    msg = ch.get("message") or {}
+    usage = data.get("usage") or {}
+    return Response(
+        text=msg.get("content") or "",
+        tool_calls=tuple(_tool_call(tc) for tc in msg.get("tool_calls") or ()),
+        finish_reason=ch.get("finish_reason"),
+        reasoning=msg.get("reasoning_content") or msg.get("reasoning"),
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        logprobs=_logprobs(ch.get("logprobs")),
+        raw=data,
+    )
+
+
+def _tool_call(tc: dict[str, Any]) -> ToolCall:
+    fn = tc.get("function") or {}
+    args = fn.get("arguments")
+    if not isinstance(args, str):  # some servers send an object; keep the raw-JSON-string contract
+        args = json.dumps(args if args is not None else {}, ensure_ascii=False)
+    return ToolCall(name=fn.get("name") or "", arguments=args, id=tc.get("id"))
+
+
+def _logprobs(lp: dict[str, Any] | None) -> tuple[float, ...] | None:
+    if not lp or not lp.get("content"):
+        return None
+    return tuple(float(t["logprob"]) for t in lp["content"])
+
+
+class OpenAIClient:
+    """Sends many requests to one server with at most `concurrency` in flight.
+
+    Retries connection errors and 5xx/429 with exponential backoff and jitter, up to `retries` extra attempts; a read
+    timeout is not retried (the request was accepted; resending doubles the load on a server that is already slow)
+    and becomes an error Response like every other final failure.
+    """
+
+    def __init__(self, base_url: str, model: str, *, concurrency: int = 8, timeout_s: float = 120.0,
+                 connect_timeout_s: float = 10.0, retries: int = 3, backoff_s: float = 0.5,
+                 max_backoff_s: float = 8.0, api_key: str | None = None, extra_body: dict[str, Any] | None = None,
+                 stream: bool = False) -> None:
+        self.base_url = base_url.rstrip("/")
+        if self.base_url.endswith("/v1"):
+            self.base_url = self.base_url[:-3]
+        self.model = model
+        self.concurrency = max(1, concurrency)
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.retries = max(0, retries)
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.api_key = api_key
+        self.extra_body = extra_body or {}
+        self.stream = stream
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Blocking form for sync callers; runs its own event loop (in a thread if one is already running)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.agenerate(requests))
+        out: list[list[Response]] = []
+        errors: list[BaseException] = []
+
+        def _run() -> None:
+            try:
+                out.append(asyncio.run(self.agenerate(requests)))
+            except BaseException as exc:
+                errors.append(exc)
+
+        t = threading.Thread(target=_run, name="gate-openai-client")
+        t.start()
+        t.join()
+        if errors:
+            raise errors[0]
+        return out[0]
+
+    async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
+        import httpx
+
+        sem = asyncio.Semaphore(self.concurrency)
+        timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=timeout, limits=limits, headers=headers,
+                                     trust_env=False) as http:
+
+            async def one(req: Request) -> Response:
+                async with sem:
+                    return await self._one(http, req)
+
+            return list(await asyncio.gather(*(one(r) for r in requests)))
+
+    async def get_json(self, path: str) -> Any:
+        """GET a small JSON endpoint (`/v1/models`, `/version`); used for identity, not for generation."""
+        import httpx
+
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=self.connect_timeout_s, trust_env=False) as http:
+            r = await http.get(path)
+            r.raise_for_status()
+            return r.json()
+
+    async def _one(self, http: Any, req: Request) -> Response:
+        import httpx
+
+        try:
+            body = build_payload(req, self.model, extra_body=self.extra_body, stream=self.stream)
+        except ValueError as exc:
+            return Response(text="", error=str(exc))
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+                await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            t0 = time.perf_counter()
+            try:
+                if self.stream:
+                    resp = await self._stream(http, body, t0)
+                else:
+                    r = await http.post("/v1/chat/completions", json=body)
+                    if r.status_code >= 500 or r.status_code == 429:
+                        last = f"HTTP {r.status_code}: {r.text[:200]}"
+                        continue
+                    if r.status_code >= 400:
+                        return Response(text="", error=f"HTTP {r.status_code}: {r.text[:300]}",
+                                        latency_s=time.perf_counter() - t0)
+                    resp = parse_completion(r.json())
+                if resp is None:  # streamed 5xx
+                    last = "HTTP 5xx on stream"
+                    continue
+                return _with_latency(resp, time.perf_counter() - t0)
+            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
+                return Response(text="", error=f"timeout after {self.timeout_s:g} s ({type(exc).__name__})",
+                                latency_s=time.perf_counter() - t0)
+            except (httpx.TransportError, json.JSONDecodeError) as exc:  # connect refused/reset, server died mid-body
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            except _HTTPStatus as exc:
+                return Response(text="", error=str(exc), latency_s=time.perf_counter() - t0)
+        return Response(text="", error=f"failed after {self.retries + 1} attempts: {last}")
+
+    async def _stream(self, http: Any, body: dict[str, Any], t0: float) -> Response | None:
+        """Server-sent events: gives time to first token, which operations scorecards need."""
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        finish = None
+        usage: dict[str, Any] = {}
+        lps: list[float] = []
+        ttft = None
+        async with http.stream("POST", "/v1/chat/completions", json=body) as r:
+            if r.status_code >= 500 or r.status_code == 429:
+                await r.aread()
+                return None
+            if r.status_code >= 400:
+                await r.aread()
+                raise _HTTPStatus(f"HTTP {r.status_code}: {r.text[:300]}")
+            async for line in r.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                chunk = json.loads(payload)
+                usage = chunk.get("usage") or usage
+                for ch in chunk.get("choices") or ():
+                    delta = ch.get("delta") or {}
+                    piece = delta.get("content")
+                    rpiece = delta.get("reasoning_content") or delta.get("reasoning")
+                    if (piece or rpiece or delta.get("tool_calls")) and ttft is None:
+                        ttft = time.perf_counter() - t0
+                    if piece:
+                        text.append(piece)
+                    if rpiece:
+                        reasoning.append(rpiece)
+                    for tc in delta.get("tool_calls") or ():
+                        slot = calls.setdefault(tc.get("index", 0), {"id": None, "name": "", "arguments": ""})
+                        slot["id"] = tc.get("id") or slot["id"]
+                        fn = tc.get("function") or {}
+                        slot["name"] += fn.get("name") or ""
+                        slot["arguments"] += fn.get("arguments") or ""
+                    finish = ch.get("finish_reason") or finish
+                    lps.extend(float(t["logprob"]) for t in ((ch.get("logprobs") or {}).get("content") or ()))
+        return Response(
+            text="".join(text),
+            tool_calls=tuple(ToolCall(name=c["name"], arguments=c["arguments"], id=c["id"])
+                             for _, c in sorted(calls.items())),
+            finish_reason=finish, reasoning="".join(reasoning) or None,
+            prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
+            ttft_s=ttft, logprobs=tuple(lps) or None, raw={"streamed": True, "usage": usage},
+        )
+
+
+class _HTTPStatus(Exception):
+    """A 4xx on a stream: final, not retried."""
+
+
+def _with_latency(resp: Response, latency: float) -> Response:
+    from dataclasses import replace
+
+    return replace(resp, latency_s=latency)

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.serve.fake_openai import FakeOpenAI
+
+
+@pytest.fixture
+def fake():
+    srv = FakeOpenAI().start()
+    yield srv
+    try:
+        srv.kill()
+    except OSError:
+        pass
