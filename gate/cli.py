@@ -142,6 +142,35 @@ def export(
                                         tokenizer=str(tokenizer) if tokenizer else None, skip_invalid=skip_invalid))
 
 
+class EngineKind(StrEnum):
+    embedded = "embedded"
+    url = "url"
+    vllm = "vllm"
+
+
+@app.command()
+def score(
+    candidate: Annotated[str, typer.Argument(help="Candidate model directory (served model name for --engine url).")],
+    scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard YAML.")],
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Frozen baseline, asked the same way.")] = None,
+    engine: Annotated[EngineKind, typer.Option("--engine", help="How the models are served.")] = EngineKind.embedded,
+    adapter: Annotated[str | None, typer.Option("--adapter", help="LoRA adapter of the candidate.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Server for --engine url.")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file for the record and the response cache "
+                                                        "[env GATE_DB; default ./gate.duckdb].")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where scores.json and scores.md go (atomically).")]
+    = Path("gate-report/score"),
+    epoch: Annotated[int, typer.Option("--epoch", min=0, help="Cache epoch: bump to ask again.")] = 0,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N items of each suite.")] = None,
+) -> None:
+    """Score the candidate (and baseline) on a scorecard; exit 0 complete, 1 incomplete (rerun resumes)."""
+    from gate.commands.score import run_score_command
+
+    raise typer.Exit(run_score_command(candidate=candidate, scorecard_path=str(scorecard), baseline=baseline,
+                                       engine=engine.value, adapter=adapter, base_url=base_url, db=db, out=str(out),
+                                       epoch=epoch, limit=limit))
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),

@@ -10,6 +10,7 @@ import argparse
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -18,6 +19,8 @@ class FakeOpenAI:
         self.delay_s = delay_s
         self.fail_next = 0  # answer this many chat requests with 503
         self.fail_status = 503
+        self.fail_when: Callable[[dict], bool] | None = None  # answer matching chat requests with fail_status
+        self.respond: Callable[[dict], dict] | None = None  # replaces `answer` (canned answers per request)
         self.calls = 0
         self.bodies: list[dict] = []
         self.inflight = 0
@@ -74,6 +77,7 @@ class FakeOpenAI:
                     fail = srv.fail_next > 0
                     if fail:
                         srv.fail_next -= 1
+                    fail = fail or bool(srv.fail_when and srv.fail_when(body))
                     srv.inflight += 1
                     srv.max_inflight = max(srv.max_inflight, srv.inflight)
                 try:
@@ -86,7 +90,7 @@ class FakeOpenAI:
                     elif body.get("stream"):
                         self._stream(body)
                     else:
-                        self._json(200, answer(body))
+                        self._json(200, (srv.respond or answer)(body))
                 finally:
                     with srv.lock:
                         srv.inflight -= 1

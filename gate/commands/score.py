@@ -1,0 +1,48 @@
+"""`gate score`: run candidate (and baseline) over a scorecard, record, report; exit 0 complete, 1 incomplete.
+
+The response cache lives in the same DuckDB file as the record: one file to keep, move or archive with the runs it
+explains, and resuming needs nothing but the same `--db`. Writes to it are sequential short-lived connections, so
+the single-writer rule of DuckDB is never hit.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from gate.errors import ExitCode
+from gate.report.console import make_console
+
+
+def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | None, engine: str,
+                      adapter: str | None, base_url: str | None, db: str | None, out: str, epoch: int,
+                      limit: int | None, quiet: bool = False) -> int:
+    from gate.score.run import ModelSpec, build_engine, run_score, summary_rows, write_reports
+    from gate.score.scorecard import load_scorecard
+    from gate.store.db import db_path
+
+    scorecard = load_scorecard(scorecard_path)
+    models = [ModelSpec("candidate", candidate, adapter)]
+    if baseline:
+        models.append(ModelSpec("baseline", baseline))
+    options = {"engine": engine, "base_url": base_url, "limit": limit, "epoch": epoch}
+    outcome = run_score(scorecard, models, lambda spec: build_engine(engine, spec, base_url=base_url),
+                        cache_path=db_path(db), epoch=epoch, limit=limit, db=db, options=options)
+    console = make_console()
+    if not outcome.complete:
+        bad = [f"{r.spec.role} {r.errors} of {len(r.samples)}" for r in outcome.runs if r.status != "complete"]
+        console.print(f"gate: run incomplete: requests failed after retries ({', '.join(bad)}); "
+                      "rerun the same command to resume from the cache", soft_wrap=True, markup=False)
+        return int(ExitCode.ERROR)
+    data = write_reports(outcome, out)
+    if not quiet:
+        table = Table(title=f"gate score · {scorecard.name} {scorecard.version}", title_justify="left")
+        for col in ("suite", "category", "scorer", "key", "candidate", "baseline"):
+            table.add_column(col, no_wrap=True)
+        for row in summary_rows(data["summary"]):
+            table.add_row(*row)
+        console.print(table)
+    for r in outcome.runs:
+        console.print(f"{r.spec.role}: run {r.run_id} · {len(r.samples)} items, {r.cached} cached · "
+                      f"{r.seconds:.1f}s", markup=False)
+    console.print(f"reports: {out}/scores.md, {out}/scores.json · record: {db_path(db)}", markup=False)
+    return int(ExitCode.PASS)

@@ -1,0 +1,72 @@
+"""The record of `gate score`: runs, per-item samples and per-item scores, in the same DuckDB file as `gate check`.
+
+Same style as `gate.store.db`: one short-lived connection per write, one transaction, Arrow bulk inserts, every
+result drained. A run row is written *before* any request is sent, as `incomplete`, and only turned `complete` at the
+end: a run killed mid-way (Ctrl-C, OOM, lost machine) is therefore recorded as incomplete, never as a result.
+Raw outputs are stored (reviewers need them); reports built from these tables redact them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from gate.store.db import _insert_arrow, connect
+
+EXPLANATION_CHARS = 500  # explanations are evidence for a reviewer, not a transcript
+
+DDL = [
+    """CREATE TABLE IF NOT EXISTS score_runs (
+        run_id VARCHAR PRIMARY KEY, comparison_id VARCHAR, role VARCHAR, scorecard VARCHAR,
+        scorecard_version VARCHAR, scorecard_sha256 VARCHAR, suite_hashes JSON, model VARCHAR, adapter VARCHAR,
+        identity_fp VARCHAR, engine VARCHAR, engine_identity JSON, decoding JSON, epoch INTEGER,
+        started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, status VARCHAR, items BIGINT, errors BIGINT,
+        cached BIGINT, gate_version VARCHAR, options JSON)""",
+    """CREATE TABLE IF NOT EXISTS samples (
+        run_id VARCHAR, suite VARCHAR, item_id VARCHAR, category VARCHAR, prompt_hash VARCHAR, output VARCHAR,
+        tool_calls JSON, error VARCHAR, finish_reason VARCHAR, latency_s DOUBLE, prompt_tokens BIGINT,
+        completion_tokens BIGINT, cached BOOLEAN, PRIMARY KEY (run_id, suite, item_id))""",
+    """CREATE TABLE IF NOT EXISTS scores (
+        run_id VARCHAR, suite VARCHAR, item_id VARCHAR, scorer VARCHAR, "key" VARCHAR, value DOUBLE,
+        explanation VARCHAR)""",
+]
+
+SAMPLE_COLUMNS = ["run_id", "suite", "item_id", "category", "prompt_hash", "output", "tool_calls", "error",
+                  "finish_reason", "latency_s", "prompt_tokens", "completion_tokens", "cached"]
+SCORE_COLUMNS = ["run_id", "suite", "item_id", "scorer", "key", "value", "explanation"]
+
+
+def _ddl(con: Any) -> None:
+    for stmt in DDL:
+        con.execute(stmt).fetchall()
+
+
+def begin_score_run(row: dict[str, Any], path: str | None = None) -> None:
+    """Records the run as `incomplete` before any request goes out, so an interrupted run is never mistaken for one
+    that finished."""
+    with connect(path) as con:
+        _ddl(con)
+        cols = list(row)
+        con.execute(f"INSERT INTO score_runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    [json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()]).fetchall()
+
+
+def finish_score_run(run_id: str, *, status: str, finished_at: datetime, items: int, errors: int, cached: int,
+                     samples: list[dict[str, Any]], scores: list[dict[str, Any]], path: str | None = None) -> None:
+    """Writes samples and scores and sets the final status, in one transaction (all or nothing)."""
+    with connect(path) as con:
+        _ddl(con)
+        con.execute("BEGIN TRANSACTION").fetchall()
+        try:
+            con.execute("DELETE FROM samples WHERE run_id = ?", [run_id]).fetchall()
+            con.execute("DELETE FROM scores WHERE run_id = ?", [run_id]).fetchall()
+            _insert_arrow(con, "samples", samples, SAMPLE_COLUMNS)
+            _insert_arrow(con, "scores", [{**s, "explanation": (s.get("explanation") or "")[:EXPLANATION_CHARS]}
+                                          for s in scores], SCORE_COLUMNS)
+            con.execute("UPDATE score_runs SET status = ?, finished_at = ?, items = ?, errors = ?, cached = ? "
+                        "WHERE run_id = ?", [status, finished_at, items, errors, cached, run_id]).fetchall()
+            con.execute("COMMIT").fetchall()
+        except Exception:
+            con.execute("ROLLBACK").fetchall()
+            raise

@@ -1,0 +1,134 @@
+"""`gate score` end to end: the embedded engine on the tiny model, and the url engine against the fake server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gate.score.run import ModelSpec, build_engine, run_score
+from gate.score.scorecard import load_scorecard
+from tests.conftest import ROOT, run_gate
+from tests.serve.fake_openai import FakeOpenAI
+
+TRIAGE = ROOT / "scorecards" / "triage.yaml"
+
+
+def _rows(db, sql):
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+# --- embedded engine on the tiny random model -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny():
+    pytest.importorskip("torch")
+    pytest.importorskip("peft")
+    from fixtures.build_tiny_model import build
+
+    return build()
+
+
+def test_embedded_run_records_scores_and_resumes_from_cache(tiny, tmp_path):
+    card = load_scorecard(TRIAGE)
+    model, lora = str(tiny[0]), str(tiny[1])
+    models = [ModelSpec("candidate", model, lora), ModelSpec("baseline", model)]
+    db = str(tmp_path / "g.duckdb")
+
+    def go():
+        return run_score(card, models, lambda s: build_engine("embedded", s), cache_path=db, limit=3, db=db)
+
+    first = go()
+    assert first.complete and [r.spec.role for r in first.runs] == ["candidate", "baseline"]
+    cand, base = first.runs
+    assert len(cand.samples) == len(base.samples) == 3
+    assert not any(s["cached"] for r in first.runs for s in r.samples)
+    # identical requests for both sides, different models
+    assert [s["prompt_hash"] for s in cand.samples] == [s["prompt_hash"] for s in base.samples]
+    assert cand.identity.fingerprint() != base.identity.fingerprint()
+    n_specs = len(card.scorers_for("triage-heldout"))
+    assert {(s["item_id"], s["scorer"]) for s in cand.scores} == {
+        (s["item_id"], sp.name) for s in cand.samples for sp in card.scorers_for("triage-heldout")}
+    assert len({s["scorer"] for s in cand.scores}) == n_specs
+
+    second = go()
+    assert second.complete
+    assert all(s["cached"] for r in second.runs for s in r.samples)
+    for a, b in zip(first.runs, second.runs, strict=True):  # same answers, same scores
+        assert [s["output"] for s in a.samples] == [s["output"] for s in b.samples]
+        assert [(s["key"], s["value"]) for s in a.scores] == [(s["key"], s["value"]) for s in b.scores]
+        assert b.generate_seconds < a.generate_seconds / 3
+
+    runs = _rows(db, "SELECT role, status, items, errors, cached, scorecard_sha256, identity_fp FROM score_runs "
+                     "ORDER BY started_at")
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in runs] == [
+        ("candidate", "complete", 3, 0, 0), ("baseline", "complete", 3, 0, 0),
+        ("candidate", "complete", 3, 0, 3), ("baseline", "complete", 3, 0, 3)]
+    assert {r[5] for r in runs} == {card.sha256}
+    assert _rows(db, "SELECT count(*) FROM samples")[0][0] == 12
+    assert _rows(db, "SELECT count(*) FROM scores")[0][0] == sum(len(r.scores) for r in first.runs + second.runs)
+    assert _rows(db, "SELECT count(*) FROM response_cache")[0][0] == 6
+
+
+# --- url engine against the fake OpenAI server ------------------------------------------------------------------
+
+@pytest.fixture
+def triage_server():
+    """Answers each triage item with its expected JSON (keyed on the ticket text); `fail_when` can be set."""
+    card = load_scorecard(TRIAGE)
+    expected = {it.messages[-1]["content"]: it.expected for it in card.suites[0].items}
+
+    def respond(body: dict) -> dict:
+        ticket = body["messages"][-1]["content"]
+        return {"id": "x", "object": "chat.completion", "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": json.dumps(expected[ticket])}}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 9, "total_tokens": 16}}
+
+    srv = FakeOpenAI().start()
+    srv.respond = respond
+    yield srv, card
+    srv.kill()
+
+
+def test_url_engine_correct_answers_score_one(triage_server, tmp_path):
+    srv, card = triage_server
+    db = str(tmp_path / "g.duckdb")
+    out = run_score(card, [ModelSpec("candidate", "tiny")], lambda s: build_engine("url", s, base_url=srv.url),
+                    cache_path=db, limit=4, db=db)
+    assert out.complete
+    vals = {(s["scorer"], s["key"]): [] for s in out.runs[0].scores}
+    for s in out.runs[0].scores:
+        vals[(s["scorer"], s["key"])].append(s["value"])
+    assert vals[("task_success", "strict")] == [1.0] * 4
+    assert vals[("format", "schema_valid")] == [1.0] * 4
+
+
+def test_cli_incomplete_run_exits_1_and_rerun_resumes_from_cache(triage_server, tmp_path):
+    srv, card = triage_server
+    bad = card.suites[0].items[1].messages[-1]["content"]
+    srv.fail_when = lambda body: body["messages"][-1]["content"] == bad
+    db, out = tmp_path / "g.duckdb", tmp_path / "out"
+    args = ("score", "tiny", "--scorecard", str(TRIAGE), "--engine", "url", "--base-url", srv.url, "--db", str(db),
+            "--out", str(out), "--limit", "3")
+
+    r = run_gate(*args)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "incomplete" in r.stdout and len(r.stdout.strip().splitlines()) == 1
+    assert not out.exists()  # an incomplete run produces no report and no verdict
+    assert _rows(db, "SELECT status, errors FROM score_runs") == [("incomplete", 1)]
+    calls_before = srv.calls
+
+    srv.fail_when = None
+    r = run_gate(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert srv.calls == calls_before + 1  # only the missing item was asked again
+    assert _rows(db, "SELECT status, cached FROM score_runs ORDER BY started_at") == [
+        ("incomplete", 0), ("complete", 2)]
+    data = json.loads((out / "scores.json").read_text())
+    assert data["runs"]["candidate"]["status"] == "complete"
+    assert data["summary"]["triage-heldout"]["all"]["task_success"]["strict"]["candidate"] == {"mean": 1.0, "n": 3}
+    assert (out / "scores.md").read_text().startswith("# gate score · triage")
