@@ -162,13 +162,18 @@ def score(
     = Path("gate-report/score"),
     epoch: Annotated[int, typer.Option("--epoch", min=0, help="Cache epoch: bump to ask again.")] = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N items of each suite.")] = None,
+    tool_parser: Annotated[str | None, typer.Option("--tool-parser", help="vLLM tool-call parser (hermes, glm45, "
+                                                                          "...) for scorecards with tools.")] = None,
+    reasoning_parser: Annotated[str | None, typer.Option("--reasoning-parser",
+                                                         help="vLLM reasoning parser (e.g. glm45).")] = None,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard; exit 0 complete, 1 incomplete (rerun resumes)."""
     from gate.commands.score import run_score_command
 
     raise typer.Exit(run_score_command(candidate=candidate, scorecard_path=str(scorecard), baseline=baseline,
                                        engine=engine.value, adapter=adapter, base_url=base_url, db=db, out=str(out),
-                                       epoch=epoch, limit=limit))
+                                       epoch=epoch, limit=limit, tool_parser=tool_parser,
+                                       reasoning_parser=reasoning_parser))
 
 
 @app.command()

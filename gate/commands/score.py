@@ -15,7 +15,9 @@ from gate.report.console import make_console
 
 def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | None, engine: str,
                       adapter: str | None, base_url: str | None, db: str | None, out: str, epoch: int,
-                      limit: int | None, quiet: bool = False) -> int:
+                      limit: int | None, quiet: bool = False, tool_parser: str | None = None,
+                      reasoning_parser: str | None = None) -> int:
+    from gate.errors import GateError
     from gate.score.run import ModelSpec, build_engine, run_score, summary_rows, write_reports
     from gate.score.scorecard import load_scorecard
     from gate.store.db import db_path
@@ -24,8 +26,14 @@ def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | No
     models = [ModelSpec("candidate", candidate, adapter)]
     if baseline:
         models.append(ModelSpec("baseline", baseline))
-    options = {"engine": engine, "base_url": base_url, "limit": limit, "epoch": epoch}
-    outcome = run_score(scorecard, models, lambda spec: build_engine(engine, spec, base_url=base_url),
+    if engine == "vllm" and scorecard.tools and not tool_parser:
+        raise GateError("this scorecard offers tools: --engine vllm needs --tool-parser (hermes for ChatML/Qwen "
+                        "templates, glm45 for GLM)", file=scorecard_path)
+    options = {"engine": engine, "base_url": base_url, "limit": limit, "epoch": epoch, "tool_parser": tool_parser,
+               "reasoning_parser": reasoning_parser}
+    outcome = run_score(scorecard, models, lambda spec: build_engine(engine, spec, base_url=base_url,
+                                                                     tool_parser=tool_parser,
+                                                                     reasoning_parser=reasoning_parser),
                         cache_path=db_path(db), epoch=epoch, limit=limit, db=db, options=options)
     console = make_console()
     if not outcome.complete:

@@ -77,7 +77,8 @@ class ScoreOutcome:
 EngineFactory = Callable[[ModelSpec], Engine]
 
 
-def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None) -> Engine:
+def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
+                 tool_parser: str | None = None, reasoning_parser: str | None = None) -> Engine:
     """The engine for one side; imports only the engine asked for (torch is heavy, vLLM runs out of process)."""
     from gate.errors import GateError
 
@@ -96,7 +97,9 @@ def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None) -> 
     if kind == "vllm":
         from gate.serve.vllm import VLLMEngine
 
-        return VLLMEngine(spec.model, adapter=spec.adapter)
+        # the server parses tool calls and reasoning only when told which format the model writes
+        return VLLMEngine(spec.model, adapter=spec.adapter, tool_call_parser=tool_parser,
+                          reasoning_parser=reasoning_parser)
     raise GateError(f"unknown engine '{kind}' (embedded, url or vllm)")
 
 

