@@ -128,6 +128,13 @@ class RowScanner:
         self._parent_pid = os.getpid()
 
     def scan(self, rows: list[dict[str, Any]]) -> list[list[FieldHits]]:
+        try:
+            return self._scan(rows)
+        except ImportError as exc:  # presidio / detect-secrets missing: say which extra, not a traceback
+            raise GateError(f"the pii and secret checks need their engines: {exc} (or leave them out with "
+                            f"--checks)") from None
+
+    def _scan(self, rows: list[dict[str, Any]]) -> list[list[FieldHits]]:
         from gate.pii import scan_secrets_texts, scan_texts
 
         fields = [[FieldHits(p, t, prose, role) for p, t, prose, role in scan_fields(r, None)] for r in rows]

@@ -62,3 +62,15 @@ def test_drop_row_operator_and_hash_salt(tmp_path, monkeypatch):
     assert [r["id"] for r in lines] == ["tri-000002", "tri-000003"]
     assert "jane.roe" not in lines[0]["messages"][1]["content"]
     assert "a-salt" not in (tmp_path / "o" / "MANIFEST.json").read_text()
+
+
+def test_missing_pii_engine_is_a_clear_gate_error(monkeypatch, triage_contract):
+    import gate.pii.presidio_engine as engine
+    from gate.data.pii_scan import RowScanner
+
+    def missing(config):
+        raise ImportError("presidio-analyzer is not installed; install the PII extra: pip install 'gate[pii]'")
+
+    monkeypatch.setattr(engine, "_engine", missing)
+    with pytest.raises(GateError, match=r"gate\[pii\].*--checks"):
+        RowScanner(triage_contract).scan([{"messages": [{"role": "user", "content": "hello there"}]}])
