@@ -56,7 +56,7 @@ def cluster(texts: list[str], keys: list[tuple[int, int]], splits: list[str], id
             signatures: tuple[np.ndarray, np.ndarray] | None = None) -> Clustering:
     from gate.dedup import find_near_duplicates
 
-    config = neardup_config(contract)
+    config = neardup_config(contract)  # once per dataset
     h = hashlib.blake2b(str(config).encode(), digest_size=16)
     for d, k in zip(digests, keys, strict=True):
         h.update(d)
@@ -69,10 +69,11 @@ def cluster(texts: list[str], keys: list[tuple[int, int]], splits: list[str], id
     return _MEMO[memo_key]
 
 
-def exact_pair_jaccard(a: str, b: str, contract: Contract) -> float:
+def exact_pair_jaccard(a: str, b: str, config: Any) -> float:
+    """Exact Jaccard of two texts' shingle sets under `config` (a NearDupConfig), for the evidence of a finding."""
     from gate.dedup import shingle_hashes
 
-    cfg = neardup_config(contract).shingles
+    cfg = config.shingles
     sa, sb = np.unique(shingle_hashes(a, cfg)), np.unique(shingle_hashes(b, cfg))
     union = len(np.union1d(sa, sb))
     return len(np.intersect1d(sa, sb, assume_unique=True)) / union if union else 0.0

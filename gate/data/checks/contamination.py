@@ -19,7 +19,7 @@ from gate.contract import Contract
 from gate.data.base import Batch, CheckResult, Finding
 from gate.data.checks.near_duplicate import _ClusterCheck
 from gate.data.evalsets import EvalItem, load_eval_items
-from gate.data.neardup import exact_pair_jaccard, neardup_config
+from gate.data.neardup import exact_pair_jaccard
 from gate.data.text import message_text
 from gate.errors import GateError
 
@@ -118,11 +118,11 @@ class ContaminationCheck(_ClusterCheck):
         # near duplicates of suite items (short items have no 13-grams; MinHash on 5-grams still sees them)
         suite_texts = [it.text.replace(SEP, "\n") for it in self._items]
         if suite_texts:
-            index = NearDupIndex(suite_texts, None, neardup_config(self.contract))
+            index = NearDupIndex(suite_texts, None, self._config)
             for pair in index.query([self._texts[p].replace(SEP, "\n") for p in train_pos]).pairs:
                 hits.setdefault(pair.query_index, {})
                 hits[pair.query_index][pair.index_index] = max(hits[pair.query_index].get(pair.index_index, 0), 1)
-        threshold = neardup_config(self.contract).threshold
+        threshold = self._config.threshold
         for k, per_item in sorted(hits.items()):
             pos = train_pos[k]
             matched = []
@@ -133,7 +133,7 @@ class ContaminationCheck(_ClusterCheck):
                     if shared < int(self.opts["min_shared"]):
                         continue
                     jac = exact_pair_jaccard(self._texts[pos].replace(SEP, "\n"),
-                                             self._texts[split_item_pos[it]].replace(SEP, "\n"), self.contract)
+                                             self._texts[split_item_pos[it]].replace(SEP, "\n"), self._config)
                     if jac >= threshold:
                         continue  # a near copy of a test row: leakage reports it
                 matched.append((it, shared))

@@ -25,7 +25,7 @@ class _ClusterCheck(Check):
 
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
-        neardup_config(contract)  # fail early on bad options
+        self._config = neardup_config(contract)  # built once; bad options fail here, before the scan
         self._texts: list[str] = []
         self._keys: list[tuple[int, int]] = []
         self._ids: list[str | None] = []
@@ -35,7 +35,7 @@ class _ClusterCheck(Check):
         self._clustering: Clustering | None = None
 
     def map(self, batch: Batch) -> Any:
-        key = f"neardup:{neardup_config(self.contract)}:{self.contract.text_roles}"
+        key = f"neardup:{self._config}:{self.contract.text_roles}"
         if key not in batch.cache:  # computed once per batch for near_duplicate and leakage
             from gate.dedup import compute_signatures
 
@@ -47,8 +47,7 @@ class _ClusterCheck(Check):
                 rid = row.get("id") if isinstance(row.get("id"), str) else None
                 out.append((line, text, rid, digest))
             # signatures in the workers: shingling and MinHash are per row, so both cores share them
-            batch.cache[key] = (batch.split, out, compute_signatures([t for _, t, _, _ in out],
-                                                                      neardup_config(self.contract)))
+            batch.cache[key] = (batch.split, out, compute_signatures([t for _, t, _, _ in out], self._config))
         return batch.cache[key]
 
     def reduce(self, partial: Any) -> None:
@@ -114,7 +113,7 @@ class NearDuplicateCheck(_ClusterCheck):
                 kept = seen_in_split[s]
                 # the clustering already verified this pair when the split's first row is the cluster's kept row
                 jac = with_kept[pos] if kept == c.kept and pos in with_kept else exact_pair_jaccard(
-                    self._texts[pos], self._texts[kept], self.contract)
+                    self._texts[pos], self._texts[kept], self._config)
                 self.counts["dropped_near_duplicate"] += 1
                 self.findings.append(Finding(
                     "near_duplicate", cl.splits[s], line, "messages", "near_duplicate", "error",
@@ -159,7 +158,7 @@ class LeakageCheck(_ClusterCheck):
                     continue
                 for pos in positions:
                     exact = cl.digests[pos] == cl.digests[anchor]
-                    jac = 1.0 if exact else exact_pair_jaccard(self._texts[pos], self._texts[anchor], self.contract)
+                    jac = 1.0 if exact else exact_pair_jaccard(self._texts[pos], self._texts[anchor], self._config)
                     self.counts["leaked_rows"] += 1
                     self.findings.append(Finding(
                         "leakage", cl.splits[s], cl.keys[pos][1], "messages",
