@@ -187,6 +187,24 @@ def demo(
     raise typer.Exit(run_demo(str(out), db))
 
 
+# ---- area: training runners (train, plan) -- issue 5 ----
+# ---- end: training runners ----
+
+# ---- area: probe -- issue 5 ----
+# ---- end: probe ----
+
+# ---- area: release decision (decide, promote, rollback, watch, release) -- issue 7 ----
+# ---- end: release decision ----
+
+# ---- area: service (serve, token) -- issue 8 ----
+# ---- end: service ----
+
+# ---- area: dashboard / report html -- issue 8 ----
+# ---- end: dashboard ----
+
+# ---- area: incremental index / ray -- issue 9 ----
+# ---- end: incremental index ----
+
 def main() -> None:
     """Entry point: maps every failure to its exit code and one line, never a traceback."""
     try:
