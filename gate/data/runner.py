@@ -68,6 +68,7 @@ def _map_chunk(chunk: Chunk) -> tuple[str, int, list[Any], float]:
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
+        chunk = chunk.attached()
         rows = parse_chunk(chunk)
         batch = Batch(chunk.split, chunk.file, rows)
         partials = [c.map(batch) for c in _WORKER_CHECKS]
@@ -95,8 +96,11 @@ def show_progress() -> bool:
 
 def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = None, workers: int | None = None,
                progress: bool | None = None, chunk_bytes: int | None = None,
-               min_parallel_bytes: int = SMALL_INPUT_BYTES) -> CheckRun:
-    """Runs the named checks (default: all registered) and returns their results; raises GateError on bad input."""
+               min_parallel_bytes: int = SMALL_INPUT_BYTES, engine: str = "local",
+               address: str | None = None) -> CheckRun:
+    """Runs the named checks (default: all registered) and returns their results; raises GateError on bad input.
+
+    `engine="ray"` maps the chunks as Ray tasks (at `address`, or on a local Ray) with the same checks."""
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     sources = discover(dataset)
@@ -128,8 +132,13 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
             check.reduce(partial)
         advance(nbytes)
 
+    engine_timings: dict[str, float] = {}
     try:
-        if n_workers <= 1:
+        if engine == "ray":
+            from gate.data.ray_engine import map_chunks
+
+            engine_timings = map_chunks(chunks(), contract, names, instances, fold, address=address, workers=workers)
+        elif n_workers <= 1:
             _init_worker(instances)
             for chunk in chunks():
                 fold(_map_chunk(chunk), chunk.nbytes)
@@ -141,7 +150,7 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
                 warm.start()
                 window: deque[tuple[Any, int]] = deque()
                 for chunk in chunks():
-                    window.append((pool.apply_async(_map_chunk, (chunk,)), chunk.nbytes))
+                    window.append((pool.apply_async(_map_chunk, (chunk.detached(),)), chunk.nbytes))
                     if len(window) >= 2 * n_workers:
                         res, nbytes = window.popleft()
                         fold(res.get(), nbytes)
@@ -153,7 +162,7 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     for split, n in rows_seen.items():
         stats[split].rows = n
     t_read = time.perf_counter() - t0
-    timings = {"read_and_map": round(t_read, 4), "map_cpu": round(map_seconds, 4)}
+    timings = {"read_and_map": round(t_read, 4), "map_cpu": round(map_seconds, 4), **engine_timings}
     for check in instances:
         t1 = time.perf_counter()
         check.timed_finish()
@@ -163,4 +172,6 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     run_id = hashlib.sha256(f"{started.isoformat()}{fingerprint}{contract.sha256}{os.getpid()}".encode()).hexdigest()
     return CheckRun(run_id=run_id[:16], dataset=str(dataset), contract=contract, splits=list(stats.values()),
                     results=results, started_at=started, seconds=time.perf_counter() - t0,
-                    fingerprint=fingerprint, options={"checks": names, "workers": n_workers}, timings=timings)
+                    fingerprint=fingerprint, timings=timings,
+                    options={"checks": names, "engine": engine,
+                             "workers": int(engine_timings.get("ray_slots", n_workers))})
