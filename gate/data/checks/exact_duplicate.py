@@ -8,7 +8,6 @@ Copies across splits are not duplicates but leakage, reported by the `leakage` c
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 
 from gate.contract import Contract
 from gate.data.base import Batch, Check, CheckResult, Finding
-from gate.data.text import normalize, row_text
+from gate.data.dedup_text import dedup_texts
 
 
 class ExactDuplicateCheck(Check):
@@ -30,17 +29,14 @@ class ExactDuplicateCheck(Check):
         self._ids: dict[str, list[Any]] = {}  # pyarrow string arrays: compact, read only for flagged rows
 
     def map(self, batch: Batch) -> Any:
-        roles, tools = self.contract.text_roles, self.contract.include_tool_calls
-        digests = bytearray()
+        _, digests = dedup_texts(batch, self.contract)
         lines = []
         ids = []
         for line, row in batch.rows:
-            text = normalize(row_text(row, roles, tools))
-            digests += hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
             lines.append(line)
             rid = row.get("id")
             ids.append(str(rid) if isinstance(rid, str | int) and not isinstance(rid, bool) else None)
-        return batch.split, bytes(digests), np.asarray(lines, dtype=np.int64), ids
+        return batch.split, b"".join(digests), np.asarray(lines, dtype=np.int64), ids
 
     def reduce(self, partial: Any) -> None:
         split, digests, lines, ids = partial

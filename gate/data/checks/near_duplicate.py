@@ -9,15 +9,14 @@ left to `exact_duplicate`. Across splits, the copy in the less protected split (
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
 
 from gate.contract import Contract
 from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.dedup_text import dedup_texts
 from gate.data.neardup import PROTECTED, Clustering, cluster, exact_pair_jaccard, neardup_config
-from gate.data.text import normalize, row_text
 
 
 class _ClusterCheck(Check):
@@ -39,15 +38,13 @@ class _ClusterCheck(Check):
         if key not in batch.cache:  # computed once per batch for near_duplicate and leakage
             from gate.dedup import compute_signatures
 
-            roles, tools = self.contract.text_roles, self.contract.include_tool_calls
+            texts, digests = dedup_texts(batch, self.contract)
             out = []
-            for line, row in batch.rows:
-                text = row_text(row, roles, tools)
-                digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=16).digest()
-                rid = row.get("id") if isinstance(row.get("id"), str) else None
-                out.append((line, text, rid, digest))
+            for (line, row), text, digest in zip(batch.rows, texts, digests, strict=True):
+                rid = row.get("id")
+                out.append((line, text, rid if isinstance(rid, str) else None, digest))
             # signatures in the workers: shingling and MinHash are per row, so both cores share them
-            batch.cache[key] = (batch.split, out, compute_signatures([t for _, t, _, _ in out], self._config))
+            batch.cache[key] = (batch.split, out, compute_signatures(texts, self._config))
         return batch.cache[key]
 
     def reduce(self, partial: Any) -> None:

@@ -1,0 +1,26 @@
+"""Per-batch dedup texts and their digests, computed once and shared by every check that needs them.
+
+`exact_duplicate`, `near_duplicate` and `leakage` all read the same user + assistant text of each row and the
+digest of its normal form; in one `gate check` the batch cache makes that one pass instead of three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from gate.contract import Contract
+from gate.data.base import Batch
+from gate.data.text import normalize, row_text
+
+
+def dedup_texts(batch: Batch, contract: Contract) -> tuple[list[str], list[bytes]]:
+    """(text, 16-byte blake2b of its normal form) for every row of the batch, in row order."""
+    roles, tools = contract.text_roles, contract.include_tool_calls
+    key = f"dedup_texts:{roles}:{tools}"
+    hit = batch.cache.get(key)
+    if hit is None:
+        texts = [row_text(row, roles, tools) for _, row in batch.rows]
+        blake = hashlib.blake2b
+        digests = [blake(normalize(t).encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        hit = batch.cache[key] = (texts, digests)
+    return hit
