@@ -97,11 +97,32 @@ GATE = {
         "test": {"enum": ["mcnemar", "paired_bootstrap", "paired_t"]},
         "severity": {"enum": ["block", "warn"]},
         "items": {"type": "array", "items": {"type": "string"}},
+        # p95 latency, peak memory: how the per-item values of the metric become one number (absolute gates)
+        "aggregate": {"enum": ["mean", "p50", "p95", "p99", "max", "min"]},
+        # items sharing a cluster are not independent: auto = the suite rows' `cluster` field when present
+        "cluster": {"enum": ["auto", "none", "category"]},
     },
     "allOf": [
         {"if": {"properties": {"rule": {"const": "non_inferiority"}}}, "then": {"required": ["margin"]}},
         {"if": {"properties": {"rule": {"const": "absolute"}}}, "then": {"required": ["threshold"]}},
     ],
+}
+
+# A rollback trigger watches one production metric (JSONL rows {"metric", "value"}) and fires past its threshold.
+ROLLBACK_TRIGGER = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "metric"],
+    "properties": {
+        "name": _NAME,
+        "description": {"type": "string"},
+        "metric": {"type": "string", "minLength": 1},
+        "aggregate": {"enum": ["mean", "p50", "p95", "p99", "max", "min", "sum", "count"]},
+        "above": {"type": "number"},
+        "below": {"type": "number"},
+        "min_samples": {"type": "integer", "minimum": 1},
+    },
+    "oneOf": [{"required": ["above"]}, {"required": ["below"]}],
 }
 
 SCORECARD_SCHEMA: dict[str, Any] = {
@@ -119,5 +140,10 @@ SCORECARD_SCHEMA: dict[str, Any] = {
         "decoding": DECODING,
         "scorers": {"type": "array", "items": SCORER, "minItems": 1},
         "gates": {"type": "array", "items": GATE},
+        "rollback_triggers": {"type": "array", "items": ROLLBACK_TRIGGER},
     },
+    # operations numbers must come from uncached answers, and only `kind: operations` bypasses the response cache
+    "if": {"required": ["scorers"],
+           "properties": {"scorers": {"contains": {"properties": {"type": {"const": "operations"}}}}}},
+    "then": {"required": ["kind"], "properties": {"kind": {"const": "operations"}}},
 }

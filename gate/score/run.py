@@ -14,7 +14,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ class ModelSpec:
     role: str
     model: str
     adapter: str | None = None
+    model_hash: str | None = None  # url engine: the pinned checkpoint hash (the weights behind a URL are unreadable)
 
 
 @dataclass
@@ -51,6 +52,8 @@ class ModelRun:
     generate_seconds: float = 0.0  # time inside engine.generate (cache lookups included), without engine start
     samples: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
+    resources: list[dict[str, Any]] = field(default_factory=list)  # run-level measurements (peak memory per suite)
+    metrics: list[dict[str, Any]] = field(default_factory=list)  # gate.score.metrics.aggregate of the above
 
     @property
     def errors(self) -> int:
@@ -78,14 +81,21 @@ EngineFactory = Callable[[ModelSpec], Engine]
 
 
 def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
-                 tool_parser: str | None = None, reasoning_parser: str | None = None) -> Engine:
-    """The engine for one side; imports only the engine asked for (torch is heavy, vLLM runs out of process)."""
+                 tool_parser: str | None = None, reasoning_parser: str | None = None,
+                 chat_template: str | None = None, stream: bool = False, concurrency: int = 8) -> Engine:
+    """The engine for one side; imports only the engine asked for (torch is heavy, vLLM runs out of process).
+
+    `stream` asks servers for server-sent events, which is how time to first token is measured (operations)."""
     from gate.errors import GateError
 
+    if chat_template and kind == "url":
+        raise GateError("--chat-template does not apply to --engine url (the server renders with its own)")
+    if spec.model_hash and kind != "url":
+        raise GateError("--model-hash applies to --engine url only (local weights are hashed by gate)")
     if kind == "embedded":
         from gate.serve.embedded import EmbeddedEngine
 
-        return EmbeddedEngine(spec.model, adapter=spec.adapter)
+        return EmbeddedEngine(spec.model, adapter=spec.adapter, chat_template=chat_template)
     if kind == "url":
         if not base_url:
             raise GateError("--engine url needs --base-url")
@@ -93,13 +103,14 @@ def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
             raise GateError("--adapter does not apply to --engine url (name the served adapter as the model)")
         from gate.serve.url import URLEngine
 
-        return URLEngine(base_url, spec.model)
+        return URLEngine(base_url, spec.model, model_hash=spec.model_hash, stream=stream, concurrency=concurrency)
     if kind == "vllm":
         from gate.serve.vllm import VLLMEngine
 
         # the server parses tool calls and reasoning only when told which format the model writes
         return VLLMEngine(spec.model, adapter=spec.adapter, tool_call_parser=tool_parser,
-                          reasoning_parser=reasoning_parser)
+                          reasoning_parser=reasoning_parser, chat_template=chat_template, stream=stream,
+                          concurrency=concurrency)
     raise GateError(f"unknown engine '{kind}' (embedded, url or vllm)")
 
 
@@ -120,6 +131,9 @@ def run_model(scorecard: Scorecard, spec: ModelSpec, engine: Engine, *, comparis
               limit: int | None = None, db: str | None = None, options: dict[str, Any] | None = None) -> ModelRun:
     """Answers and scores every (limited) suite item with an already wrapped engine; records the run."""
     from gate import __version__
+    from gate.score.metrics import aggregate
+    from gate.serve.cache import CachedEngine
+    from gate.store.metrics import record_metrics
     from gate.store.scores import begin_score_run, finish_score_run
 
     scorers = scorecard.build_scorers()
@@ -134,38 +148,91 @@ def run_model(scorecard: Scorecard, spec: ModelSpec, engine: Engine, *, comparis
             "identity_fp": ident.fingerprint(), "engine": ident.engine, "engine_identity": ident.to_dict(),
             "decoding": scorecard.decoding, "epoch": epoch, "started_at": run.started_at, "status": "incomplete",
             "gate_version": __version__, "options": options or {}}, db)
+        epochs = int(scorecard.decoding.get("epochs", 1))
         for suite in scorecard.suites:
             items = list(suite.items[:limit] if limit else suite.items)
             reqs = [scorecard.request_for(it) for it in items]
-            tg = time.perf_counter()
-            resps = engine.generate(reqs)
-            run.generate_seconds += time.perf_counter() - tg
             specs = scorecard.scorers_for(suite.name)
-            for it, req, resp in zip(items, reqs, resps, strict=True):
-                run.samples.append({
-                    "run_id": run.run_id, "suite": suite.name, "item_id": it.id, "category": it.category,
-                    "prompt_hash": prompt_hash(req), "output": resp.text,
-                    "tool_calls": json.dumps([{"name": t.name, "arguments": t.arguments} for t in resp.tool_calls]),
-                    "error": resp.error, "finish_reason": resp.finish_reason, "latency_s": resp.latency_s,
-                    "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
-                    "cached": resp.cached})
-                for sp in specs:
-                    sc = _score_one(scorers[sp.name], it, resp)
-                    for key, value in sc.value.items():
-                        run.scores.append({"run_id": run.run_id, "suite": suite.name, "item_id": it.id,
-                                           "category": it.category, "scorer": sp.name, "key": key,
-                                           "value": float(value), "explanation": sc.explanation})
-                    if not sc.value:  # keep the evidence of a scorer that could not score
-                        run.scores.append({"run_id": run.run_id, "suite": suite.name, "item_id": it.id,
-                                           "category": it.category, "scorer": sp.name, "key": "error",
-                                           "value": None, "explanation": sc.explanation})
+            choice_lls = _choice_loglikelihoods(engine, [(sp.name, scorers[sp.name]) for sp in specs], items, reqs)
+            ops = [sp.name for sp in specs if sp.type == "operations"]
+            for e in range(epochs):
+                # each epoch asks again (its own cache key), so repeated sampling is real and resumable
+                if isinstance(engine, CachedEngine):
+                    engine.epoch = epoch + e
+                tg = time.perf_counter()
+                with _memory(engine.pid if ops else None) as mem:
+                    resps = engine.generate(reqs)
+                run.generate_seconds += time.perf_counter() - tg
+                if mem is not None and mem.peak_bytes:
+                    run.resources += [{"suite": suite.name, "scorer": name, "key": "peak_rss_mb",
+                                       "value": mem.peak_mb, "epoch": epoch + e} for name in ops]
+                for it, req, resp in zip(items, reqs, resps, strict=True):
+                    run.samples.append({
+                        "run_id": run.run_id, "suite": suite.name, "item_id": it.id, "category": it.category,
+                        "prompt_hash": prompt_hash(req), "output": resp.text,
+                        "tool_calls": json.dumps([{"name": t.name, "arguments": t.arguments}
+                                                  for t in resp.tool_calls]),
+                        "error": resp.error, "finish_reason": resp.finish_reason, "latency_s": resp.latency_s,
+                        "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
+                        "cached": resp.cached, "epoch": epoch + e, "ttft_s": resp.ttft_s})
+                    for sp in specs:
+                        lls = choice_lls.get(sp.name, {}).get(it.id)
+                        seen = replace(resp, raw={**resp.raw, "choice_logprobs": lls}) if lls else resp
+                        sc = _score_one(scorers[sp.name], it, seen)
+                        for key, value in sc.value.items():
+                            run.scores.append({"run_id": run.run_id, "suite": suite.name, "item_id": it.id,
+                                               "category": it.category, "scorer": sp.name, "key": key,
+                                               "value": float(value), "explanation": sc.explanation,
+                                               "epoch": epoch + e})
+                        if not sc.value:  # keep the evidence of a scorer that could not score
+                            run.scores.append({"run_id": run.run_id, "suite": suite.name, "item_id": it.id,
+                                               "category": it.category, "scorer": sp.name, "key": "error",
+                                               "value": None, "explanation": sc.explanation, "epoch": epoch + e})
     run.seconds = time.perf_counter() - t0
     run.finished_at = datetime.now(UTC)
     run.status = "complete" if run.errors == 0 else "incomplete"
     finish_score_run(run.run_id, status=run.status, finished_at=run.finished_at, items=len(run.samples),
                      errors=run.errors, cached=run.cached, samples=run.samples,
                      scores=[{k: v for k, v in s.items() if k != "category"} for s in run.scores], path=db)
+    run.metrics = aggregate(run.scores, run.resources)
+    if run.status == "complete":  # an incomplete run never yields numbers anyone could mistake for a result
+        record_metrics(run.run_id, run.metrics, db)
     return run
+
+
+def _memory(pid: int | None) -> Any:
+    """Peak-memory sampling around one suite of an operations run; nothing when the engine has no local process."""
+    from contextlib import nullcontext
+
+    if pid is None:
+        return nullcontext(None)
+    from gate.score.scorers.operations import ProcessMemory
+
+    return ProcessMemory(pid)
+
+
+def _choice_loglikelihoods(engine: Engine, scorers: list[tuple[str, Any]], items: list[Item],
+                           reqs: list[Any]) -> dict[str, dict[str, list[float | None]]]:
+    """scorer -> item id -> log-likelihood of each choice, for scorers that want them and engines that give them.
+
+    Asked once per run (not per epoch): a log-likelihood does not depend on sampling. An engine that cannot give
+    them (None) leaves the scorer to its generation fallback."""
+    out: dict[str, dict[str, list[float | None]]] = {}
+    for name, scorer in scorers:
+        if not getattr(scorer, "wants_loglikelihood", False):
+            continue
+        conts = [scorer.continuations(it) for it in items]
+        pairs = [(req, c) for req, cs in zip(reqs, conts, strict=True) for c in cs]
+        lls = engine.loglikelihood(pairs) if pairs else None
+        if lls is None:
+            continue
+        pos = 0
+        per: dict[str, list[float | None]] = {}
+        for it, cs in zip(items, conts, strict=True):
+            per[it.id] = list(lls[pos:pos + len(cs)])
+            pos += len(cs)
+        out[name] = per
+    return out
 
 
 def run_score(scorecard: Scorecard, models: list[ModelSpec], factory: EngineFactory, *, cache_path: str,
@@ -174,6 +241,7 @@ def run_score(scorecard: Scorecard, models: list[ModelSpec], factory: EngineFact
     """Runs every model in turn (one engine up at a time: two models rarely fit side by side) through the cache."""
     from gate.serve.cache import CachedEngine, ResponseCache
 
+    validate_items(scorecard, limit)
     cache = ResponseCache(cache_path)
     outcome = ScoreOutcome(comparison_id=uuid.uuid4().hex, scorecard=scorecard, runs=[])
     for spec in models:
@@ -183,20 +251,33 @@ def run_score(scorecard: Scorecard, models: list[ModelSpec], factory: EngineFact
     return outcome
 
 
+def validate_items(scorecard: Scorecard, limit: int | None = None) -> None:
+    """Scorer-specific row checks (choices, passages...) before any engine starts: a malformed row is bad input
+    (one line naming file, line and field, exit 1), never a zero score discovered after an hour of generation."""
+    from gate.errors import GateError
+
+    scorers = scorecard.build_scorers()
+    for suite in scorecard.suites:
+        checks = [scorers[sp.name] for sp in scorecard.scorers_for(suite.name)
+                  if hasattr(scorers[sp.name], "validate_item")]
+        for it in (suite.items[:limit] if limit else suite.items) if checks else ():
+            for sc in checks:
+                try:
+                    sc.validate_item(it)
+                except GateError as exc:
+                    raise type(exc)(exc.message, file=suite.path, line=exc.line or it.line, field=exc.field) from None
+
+
 def summarize(outcome: ScoreOutcome) -> dict[str, Any]:
-    """suite -> category ('all' first) -> scorer -> key -> role -> {mean, n}; the shape scores.json carries."""
-    acc: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(list)
-    for run in outcome.runs:
-        for s in run.scores:
-            if s["value"] is None:
-                continue
-            for cat in ("all", s["category"]):
-                acc[(s["suite"], cat, s["scorer"], s["key"], run.spec.role)].append(s["value"])
+    """suite -> category ('all' first) -> scorer -> key -> role -> metric row (mean, n, stderr, p50/p95/p99,
+    epochs; see gate.score.metrics); the shape scores.json carries."""
+    from gate.score.metrics import METRIC_FIELDS, aggregate
+
     out: dict[str, Any] = {}
-    for (suite, cat, scorer, key, role), vals in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1] != "all",
-                                                                                      kv[0][1:])):
-        node = out.setdefault(suite, {}).setdefault(cat, {}).setdefault(scorer, {}).setdefault(key, {})
-        node[role] = {"mean": sum(vals) / len(vals), "n": len(vals)}
+    for run in outcome.runs:
+        for m in run.metrics or aggregate(run.scores, run.resources):
+            node = out.setdefault(m["suite"], {}).setdefault(m["category"], {}).setdefault(m["scorer"], {})
+            node.setdefault(m["key"], {})[run.spec.role] = {f: m[f] for f in METRIC_FIELDS}
     return out
 
 
@@ -237,7 +318,9 @@ def report_json(outcome: ScoreOutcome) -> dict[str, Any]:
 
 
 def _fmt(cell: dict[str, Any] | None) -> str:
-    return "–" if not cell else f"{cell['mean']:.3f} (n={cell['n']})"
+    from gate.score.metrics import cell as metric_cell
+
+    return metric_cell(cell)
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:

@@ -69,6 +69,16 @@ def _tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
+def _printable(text: str) -> str:
+    """A detail ends up in reports and on terminals: a tool's newlines and escape sequences are shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _no_constants(name: str) -> Any:
+    """NaN and Infinity are not JSON: a result holding them would make every report that quotes it invalid."""
+    raise ValueError(f"{name} in a tool result")
+
+
 def run_calls(module: str | Path, calls: list[tuple[str, dict[str, Any]]], state: Any = None,
               limits: Limits | None = None) -> Execution:
     """Executes `calls` in order, in one fresh sandbox, starting from `state` (None: the module's
@@ -110,8 +120,8 @@ def run_calls(module: str | Path, calls: list[tuple[str, dict[str, Any]]], state
         wall = time.monotonic() - t0
         rc = proc.returncode
         err_tail = _tail(err_path)
-        sandbox_line = next((ln[len("SANDBOX: "):] for ln in reversed(err_tail.splitlines())
-                             if ln.startswith("SANDBOX: ")), "")
+        sandbox_line = _printable(next((ln[len("SANDBOX: "):] for ln in reversed(err_tail.splitlines())
+                                        if ln.startswith("SANDBOX: ")), ""))
         if timed_out:
             return Execution("timeout", detail=f"wall-clock limit of {lim.wall_s:g} s", wall_s=wall)
         if rc in (-signal.SIGXCPU, -signal.SIGKILL):
@@ -125,19 +135,21 @@ def run_calls(module: str | Path, calls: list[tuple[str, dict[str, Any]]], state
             return Execution("sandbox_violation", detail=f"memory limit of {lim.memory_mb} MiB", wall_s=wall)
         if rc != 0:
             last = err_tail.strip().splitlines()[-1:] or [f"exit status {rc}"]
-            return Execution("crashed", detail=last[0][:300], wall_s=wall)
+            return Execution("crashed", detail=_printable(last[0][:300]), wall_s=wall)
         size = out_path.stat().st_size
         if size > lim.output_bytes:
             return Execution("sandbox_violation", detail=f"output over {lim.output_bytes} bytes", wall_s=wall)
         try:
-            payload = json.loads(out_path.read_bytes())
+            payload = json.loads(out_path.read_bytes(), parse_constant=_no_constants)
         except ValueError:
-            return Execution("crashed", detail="the sandbox returned no readable result", wall_s=wall)
+            return Execution("crashed", detail="the sandbox returned no readable result (not strict JSON)",
+                             wall_s=wall)
         if "fatal" in payload:
-            return Execution("crashed", detail=payload["fatal"], wall_s=wall, network=payload.get("network", ""))
+            return Execution("crashed", detail=_printable(str(payload["fatal"])), wall_s=wall,
+                             network=payload.get("network", ""))
         results = tuple(payload["results"])
         status = "execution_error" if any("error" in r for r in results) else "ok"
-        detail = next((f"{r['error']}: {r.get('message', '')}" for r in results if "error" in r), "")
+        detail = _printable(next((f"{r['error']}: {r.get('message', '')}" for r in results if "error" in r), ""))
         return Execution(status, results, payload.get("state"), detail, wall, payload.get("network", ""))
     finally:
         shutil.rmtree(home, ignore_errors=True)

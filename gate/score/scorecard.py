@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from gate.contract.model import _dotted, _known_keys, _LineLoader, _node_at, thaw
+from gate.contract.model import _dotted, _known_keys, _LineLoader, _node_at, one_line, thaw
 from gate.errors import ContractError, GateError, InputError
 from gate.score.meta import SCORECARD_SCHEMA
 from gate.score.scorers import KEYS
@@ -74,6 +74,7 @@ class Scorecard:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     gates: tuple[dict[str, Any], ...] = ()
     kind: str = "quality"
+    rollback_triggers: tuple[dict[str, Any], ...] = ()
 
     @property
     def suite_hashes(self) -> dict[str, str]:
@@ -169,7 +170,15 @@ def load_suite(path: str | Path, name: str = "") -> Suite:
 
 def load_scorecard(path: str | Path, load_suites: bool = True) -> Scorecard:
     """Reads, validates and resolves a scorecard (suites, contract references, scorer options)."""
-    p = Path(path)
+    try:
+        return _load_scorecard(Path(path), load_suites)
+    except RecursionError:  # PyYAML and jsonschema descend recursively
+        raise ScorecardError("nested too deeply", file=str(path)) from None
+    except GateError as exc:  # names and values echoed from the file: one printable line
+        raise one_line(exc) from None
+
+
+def _load_scorecard(p: Path, load_suites: bool) -> Scorecard:
     root, data = _read_yaml(p)
     if not isinstance(data, dict):
         raise ScorecardError("a scorecard must be a YAML mapping", file=str(p), line=1)
@@ -193,6 +202,8 @@ def load_scorecard(path: str | Path, load_suites: bool = True) -> Scorecard:
         raise fail(err.message, epath)
 
     def resolve(rel: str) -> Path:
+        if "\x00" in rel:  # the OS refuses such a path with a bare ValueError
+            raise ScorecardError(f"a file reference contains a NUL byte: {rel!r}", file=str(p))
         q = Path(rel)
         return q if q.is_absolute() else (p.parent / q).resolve()
 
@@ -274,6 +285,14 @@ def load_scorecard(path: str | Path, load_suites: bool = True) -> Scorecard:
                        f"(it has {', '.join(KEYS[snames[g['scorer']]])})", ["gates", i, "metric"])
         if g.get("suite") and g["suite"] not in names:
             raise fail(f"no suite named '{g['suite']}'", ["gates", i, "suite"])
+    gate_names = [g["name"] for g in data.get("gates") or []]
+    for i, name in enumerate(gate_names):
+        if name in gate_names[:i]:
+            raise fail(f"gate '{name}' is declared twice", ["gates", i, "name"])
+    trigger_names = [t["name"] for t in data.get("rollback_triggers") or []]
+    for i, name in enumerate(trigger_names):
+        if name in trigger_names[:i]:
+            raise fail(f"rollback trigger '{name}' is declared twice", ["rollback_triggers", i, "name"])
 
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     return Scorecard(
@@ -283,7 +302,8 @@ def load_scorecard(path: str | Path, load_suites: bool = True) -> Scorecard:
         system_mode=prompt.get("system_mode", "keep"), tools=tuple(tools) if tools is not None else None,
         tool_choice=prompt.get("tool_choice"), response_format=response_format,
         chat_template_kwargs=dict(prompt.get("chat_template_kwargs") or {}),
-        gates=tuple(dict(g) for g in data.get("gates") or []), kind=data.get("kind", "quality"))
+        gates=tuple(dict(g) for g in data.get("gates") or []), kind=data.get("kind", "quality"),
+        rollback_triggers=tuple(dict(t) for t in data.get("rollback_triggers") or []))
 
 
 def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str, Any]] | None, resolve: Any,

@@ -98,6 +98,31 @@ class CachedEngine(Engine):
     def stop(self) -> None:
         self.engine.stop()
 
+    @property
+    def pid(self) -> int | None:
+        return self.engine.pid
+
+    def loglikelihood(self, pairs: Sequence[tuple[Request, str]]) -> list[float | None] | None:
+        """Cached like answers. The key is the request with the continuation appended as an assistant turn and
+        `max_tokens=0` (a shape no generation request can have), epoch 0: a log-likelihood does not vary by epoch."""
+        if self.bypass:
+            return self.engine.loglikelihood(pairs)
+        ident = self.engine.identity
+        probes = [replace(req, messages=(*req.messages, {"role": "assistant", "content": cont}), max_tokens=0)
+                  for req, cont in pairs]
+        keys = [cache_key(ident, p, 0) for p in probes]
+        hits = self.cache.get_many(sorted(set(keys)))
+        todo = [i for i, k in enumerate(keys) if k not in hits]
+        got: dict[int, float | None] = {}
+        if todo:
+            fresh = self.engine.loglikelihood([pairs[i] for i in todo])
+            if fresh is None:
+                return None
+            got = dict(zip(todo, fresh, strict=True))
+            self.cache.put_many([(keys[i], ident, probes[i], 0, Response(text="", logprobs=(got[i],)))
+                                 for i in todo if got[i] is not None])
+        return [got[i] if i in got else (hits[keys[i]].logprobs or (None,))[0] for i in range(len(pairs))]
+
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         if self.bypass:
             return self.engine.generate(requests)

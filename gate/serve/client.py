@@ -155,6 +155,93 @@ class OpenAIClient:
 
             return list(await asyncio.gather(*(one(r) for r in requests)))
 
+    def loglikelihood(self, pairs: Sequence[tuple[Request, str]]) -> list[float | None]:
+        """Blocking form of `aloglikelihood` (same event-loop handling as `generate`)."""
+        box: list[list[float | None]] = []
+
+        def _run() -> None:
+            try:
+                box.append(asyncio.run(self.aloglikelihood(pairs)))
+            except Exception:  # a server that cannot score leaves the scorer its generation fallback
+                pass
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            _run()
+        else:
+            t = threading.Thread(target=_run, name="gate-openai-loglik")
+            t.start()
+            t.join()
+        return box[0] if box else [None] * len(pairs)
+
+    async def aloglikelihood(self, pairs: Sequence[tuple[Request, str]]) -> list[float | None]:
+        """Continuation log-likelihoods through vLLM's chat extensions, with the server's own chat template.
+
+        The context is counted by asking for the prompt alone (`usage.prompt_tokens` with the generation prompt);
+        the continuation is sent as a final assistant message continued in place (`continue_final_message`) with
+        `prompt_logprobs`, and the log-probabilities of the tokens after the context are summed. Servers without
+        these extensions answer 400 or omit `prompt_logprobs`: that pair is None and scorers fall back to
+        generation.
+        """
+        import httpx
+
+        sem = asyncio.Semaphore(self.concurrency)
+        timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        ctx_len: dict[str, asyncio.Task[int | None]] = {}
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers,
+                                     limits=httpx.Limits(max_connections=self.concurrency), trust_env=False) as http:
+
+            async def post(body: dict[str, Any]) -> dict[str, Any] | None:
+                async with sem:
+                    for attempt in range(self.retries + 1):
+                        if attempt:
+                            await asyncio.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
+                        try:
+                            r = await http.post("/v1/chat/completions", json=body)
+                        except (httpx.TransportError, httpx.TimeoutException):
+                            continue
+                        if r.status_code >= 500 or r.status_code == 429:
+                            continue
+                        try:
+                            return r.json() if r.status_code == 200 else None
+                        except ValueError:
+                            return None
+                    return None
+
+            async def context_len(req: Request) -> int | None:
+                body = build_payload(_scoring_request(req, req.messages), self.model, extra_body=self.extra_body)
+                data = await post(body)
+                n = ((data or {}).get("usage") or {}).get("prompt_tokens")
+                return int(n) if isinstance(n, int) else None
+
+            async def one(req: Request, cont: str) -> float | None:
+                key = json.dumps([req.messages, req.tools], sort_keys=True, default=str)
+                if key not in ctx_len:
+                    ctx_len[key] = asyncio.ensure_future(context_len(req))
+                msgs = (*req.messages, {"role": "assistant", "content": cont})
+                body = build_payload(_scoring_request(req, msgs), self.model, extra_body=self.extra_body)
+                body.update(add_generation_prompt=False, continue_final_message=True, prompt_logprobs=0)
+                data, n_ctx = await post(body), await ctx_len[key]
+                plp = (data or {}).get("prompt_logprobs")
+                if n_ctx is None or not isinstance(plp, list) or len(plp) <= n_ctx:
+                    return None
+                ids = data.get("prompt_token_ids") if isinstance(data.get("prompt_token_ids"), list) else None
+                total = 0.0
+                for pos in range(n_ctx, len(plp)):
+                    entry = plp[pos] or {}
+                    tid = str(ids[pos]) if ids and pos < len(ids) else None
+                    hit = entry.get(tid) if tid is not None else None
+                    if hit is None and len(entry) == 1:
+                        hit = next(iter(entry.values()))
+                    if not isinstance(hit, dict) or "logprob" not in hit:
+                        return None
+                    total += float(hit["logprob"])
+                return total
+
+            return list(await asyncio.gather(*(one(r, c) for r, c in pairs)))
+
     async def get_json(self, path: str) -> Any:
         """GET a small JSON endpoint (`/v1/models`, `/version`); used for identity, not for generation."""
         import httpx
@@ -253,6 +340,15 @@ class OpenAIClient:
             prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
             ttft_s=ttft, logprobs=tuple(lps) or None, raw={"streamed": True, "usage": usage},
         )
+
+
+def _scoring_request(req: Request, messages: Sequence[dict[str, Any]]) -> Request:
+    """A request that only reads the prompt: one token, greedy, no format constraint (it does not change prompt
+    log-probabilities, only costs grammar compilation)."""
+    from dataclasses import replace
+
+    return replace(req, messages=tuple(messages), max_tokens=1, temperature=0.0, top_p=1.0, logprobs=False,
+                   response_format=None, stop=None)
 
 
 class _HTTPStatus(Exception):

@@ -104,6 +104,34 @@ class EmbeddedEngine(Engine):
                         out[i] = Response(text="", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
         return [r for r in out if r is not None]
 
+    @property
+    def pid(self) -> int | None:
+        return os.getpid()
+
+    def loglikelihood(self, pairs: Sequence[tuple[Request, str]]) -> list[float | None] | None:
+        """lm-eval's recipe: context = the rendered prompt up to the assistant turn, continuation tokenized on its
+        own and appended; one forward pass per pair, summing the log-softmax of each continuation token."""
+        import torch
+
+        self.start()
+        tok, model = self._tok, self._model
+        out: list[float | None] = []
+        for req, cont in pairs:
+            try:
+                ctx = tok(self._render(req), add_special_tokens=False)["input_ids"]
+                cids = tok(cont, add_special_tokens=False)["input_ids"]
+                if not cids:
+                    out.append(None)
+                    continue
+                ids = torch.tensor([ctx + cids], device=self.device)
+                with torch.inference_mode():
+                    logits = model(input_ids=ids).logits[0, len(ctx) - 1:-1].float()
+                lp = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(cids, device=self.device)[:, None])
+                out.append(float(lp.sum()))
+            except Exception:
+                out.append(None)
+        return out
+
     def _render(self, req: Request) -> str:
         kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
         if req.tools:

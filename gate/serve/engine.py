@@ -168,6 +168,17 @@ class Engine(ABC):
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """One `Response` per request, in order."""
 
+    def loglikelihood(self, pairs: Sequence[tuple[Request, str]]) -> list[float | None] | None:
+        """Summed log-probability of each continuation as the assistant's answer to its request (multiple-choice
+        regression suites). None when the engine cannot tell (then scorers fall back to generation); a None entry
+        when one pair failed."""
+        return None
+
+    @property
+    def pid(self) -> int | None:
+        """The process whose memory is the engine's (its server, or this process when in-process); None if remote."""
+        return None
+
     def __enter__(self) -> Engine:
         self.start()
         return self

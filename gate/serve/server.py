@@ -212,3 +212,10 @@ class ServerEngine(Engine):
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         return self.client.generate(requests)
+
+    def loglikelihood(self, pairs: Sequence[tuple[Request, str]]) -> list[float | None] | None:
+        return self.client.loglikelihood(pairs)
+
+    @property
+    def pid(self) -> int | None:
+        return self.server.pid

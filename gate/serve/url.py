@@ -63,3 +63,7 @@ class URLEngine(Engine):
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         return self.client.generate(requests)
+
+    def loglikelihood(self, pairs: Sequence[tuple[Request, str]]) -> list[float | None] | None:
+        """Tried on any server: vLLM behind a URL answers; others give None and scorers fall back to generation."""
+        return self.client.loglikelihood(pairs)

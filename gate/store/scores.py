@@ -26,15 +26,20 @@ DDL = [
     """CREATE TABLE IF NOT EXISTS samples (
         run_id VARCHAR, suite VARCHAR, item_id VARCHAR, category VARCHAR, prompt_hash VARCHAR, output VARCHAR,
         tool_calls JSON, error VARCHAR, finish_reason VARCHAR, latency_s DOUBLE, prompt_tokens BIGINT,
-        completion_tokens BIGINT, cached BOOLEAN, PRIMARY KEY (run_id, suite, item_id))""",
+        completion_tokens BIGINT, cached BOOLEAN, epoch INTEGER DEFAULT 0, ttft_s DOUBLE,
+        PRIMARY KEY (run_id, suite, item_id, epoch))""",
     """CREATE TABLE IF NOT EXISTS scores (
         run_id VARCHAR, suite VARCHAR, item_id VARCHAR, scorer VARCHAR, "key" VARCHAR, value DOUBLE,
-        explanation VARCHAR)""",
+        explanation VARCHAR, epoch INTEGER DEFAULT 0)""",
+    # files created before repeated epochs were recorded (their samples key stays (run_id, suite, item_id))
+    "ALTER TABLE samples ADD COLUMN IF NOT EXISTS epoch INTEGER DEFAULT 0",
+    "ALTER TABLE samples ADD COLUMN IF NOT EXISTS ttft_s DOUBLE",
+    "ALTER TABLE scores ADD COLUMN IF NOT EXISTS epoch INTEGER DEFAULT 0",
 ]
 
 SAMPLE_COLUMNS = ["run_id", "suite", "item_id", "category", "prompt_hash", "output", "tool_calls", "error",
-                  "finish_reason", "latency_s", "prompt_tokens", "completion_tokens", "cached"]
-SCORE_COLUMNS = ["run_id", "suite", "item_id", "scorer", "key", "value", "explanation"]
+                  "finish_reason", "latency_s", "prompt_tokens", "completion_tokens", "cached", "epoch", "ttft_s"]
+SCORE_COLUMNS = ["run_id", "suite", "item_id", "scorer", "key", "value", "explanation", "epoch"]
 
 
 def _ddl(con: Any) -> None:

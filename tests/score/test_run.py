@@ -132,7 +132,10 @@ def test_cli_incomplete_run_exits_1_and_rerun_resumes_from_cache(triage_server, 
         ("incomplete", 0), ("complete", 2)]
     data = json.loads((out / "scores.json").read_text())
     assert data["runs"]["candidate"]["status"] == "complete"
-    assert data["summary"]["triage-heldout"]["all"]["task_success"]["strict"]["candidate"] == {"mean": 1.0, "n": 3}
+    cell = data["summary"]["triage-heldout"]["all"]["task_success"]["strict"]["candidate"]
+    assert (cell["mean"], cell["n"], cell["stderr"], cell["epochs"]) == (1.0, 3, 0.0, 1)
+    assert _rows(db, "SELECT n, mean FROM score_metrics WHERE suite = 'triage-heldout' AND category = 'all' "
+                     "AND scorer = 'task_success' AND key = 'strict'") == [(3, 1.0)]
     assert (out / "scores.md").read_text().startswith("# gate score · triage")
 
 

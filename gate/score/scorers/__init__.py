@@ -14,6 +14,9 @@ REGISTRY: dict[str, str] = {
     "format": "gate.score.scorers.format:FormatValidity",
     "tool_execution": "gate.score.scorers.tools:ToolExecution",
     "refusal": "gate.score.scorers.refusal:Refusal",
+    "factual_support": "gate.score.scorers.support:FactualSupport",
+    "multiple_choice": "gate.score.scorers.regression:MultipleChoice",
+    "operations": "gate.score.scorers.operations:Operations",
 }
 
 # the metric keys each type can emit (gates may only reference these); kept here so validation needs no import
@@ -23,6 +26,9 @@ KEYS: dict[str, tuple[str, ...]] = {
     "format": ("strict_parse", "extractable", "schema_valid", "schema_valid_flexible", "truncated"),
     "tool_execution": ("correct", "parsed", "function", "arguments", "executed", "server_parsed"),
     "refusal": ("correct", "refused", "over_refusal", "under_refusal"),
+    "factual_support": ("supported", "support_rate", "contradiction"),
+    "multiple_choice": ("correct", "loglik", "loglik_norm", "generation_strict", "generation_flexible"),
+    "operations": ("latency_s", "ttft_s", "output_tokens_per_s", "error", "peak_rss_mb"),
 }
 
 
