@@ -7,6 +7,8 @@ the single-writer rule of DuckDB is never hit.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.table import Table
 
 from gate.errors import ExitCode
@@ -16,26 +18,44 @@ from gate.report.console import make_console
 def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | None, engine: str,
                       adapter: str | None, base_url: str | None, db: str | None, out: str, epoch: int,
                       limit: int | None, quiet: bool = False, tool_parser: str | None = None,
-                      reasoning_parser: str | None = None) -> int:
-    from gate.errors import GateError
+                      reasoning_parser: str | None = None, baseline_adapter: str | None = None,
+                      chat_template: str | None = None, model_hash: str | None = None,
+                      baseline_model_hash: str | None = None, concurrency: int = 8) -> int:
+    from gate.errors import GateError, InputError
     from gate.score.run import ModelSpec, build_engine, run_score, summary_rows, write_reports
     from gate.score.scorecard import load_scorecard
     from gate.store.db import db_path
 
     scorecard = load_scorecard(scorecard_path)
-    models = [ModelSpec("candidate", candidate, adapter)]
+    if chat_template and not Path(chat_template).is_file():
+        raise InputError("chat template file not found", file=chat_template)
+    if baseline_adapter and not baseline:
+        raise GateError("--baseline-adapter needs --baseline (the base model the adapter applies to)")
+    models = [ModelSpec("candidate", candidate, adapter, model_hash)]
     if baseline:
-        models.append(ModelSpec("baseline", baseline))
+        models.append(ModelSpec("baseline", baseline, baseline_adapter, baseline_model_hash))
     if engine == "vllm" and scorecard.tools and not tool_parser:
         raise GateError("this scorecard offers tools: --engine vllm needs --tool-parser (hermes for ChatML/Qwen "
                         "templates, glm45 for GLM)", file=scorecard_path)
+    console = make_console()
+    if engine == "url" and not all(m.model_hash for m in models):
+        # the key still separates URL and model name, but a redeployed model under the same name would match
+        import sys
+
+        # on stderr: stdout stays the one result (or error) line CI logs show
+        print("gate: warning: --engine url without --model-hash (and --baseline-model-hash): cached answers are "
+              "tied to the URL and model name only", file=sys.stderr)
     options = {"engine": engine, "base_url": base_url, "limit": limit, "epoch": epoch, "tool_parser": tool_parser,
-               "reasoning_parser": reasoning_parser}
+               "reasoning_parser": reasoning_parser, "baseline_adapter": baseline_adapter,
+               "chat_template": chat_template, "model_hash": model_hash, "baseline_model_hash": baseline_model_hash,
+               "concurrency": concurrency}
+    stream = scorecard.kind == "operations"  # time to first token needs a streamed answer
     outcome = run_score(scorecard, models, lambda spec: build_engine(engine, spec, base_url=base_url,
                                                                      tool_parser=tool_parser,
-                                                                     reasoning_parser=reasoning_parser),
+                                                                     reasoning_parser=reasoning_parser,
+                                                                     chat_template=chat_template, stream=stream,
+                                                                     concurrency=concurrency),
                         cache_path=db_path(db), epoch=epoch, limit=limit, db=db, options=options)
-    console = make_console()
     if not outcome.complete:
         bad = [f"{r.spec.role} {r.errors} of {len(r.samples)}" for r in outcome.runs if r.status != "complete"]
         console.print(f"gate: run incomplete: requests failed after retries ({', '.join(bad)}); "
@@ -53,4 +73,9 @@ def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | No
         console.print(f"{r.spec.role}: run {r.run_id} · {len(r.samples)} items, {r.cached} cached · "
                       f"{r.seconds:.1f}s", markup=False)
     console.print(f"reports: {out}/scores.md, {out}/scores.json · record: {db_path(db)}", markup=False)
+    if scorecard.gates:  # the release decision is the last step (issue 7): PROMOTE 0 / BLOCK 100, or the target check
+        from gate.commands.decide import decide_after_score
+
+        return decide_after_score(scorecard, {r.spec.role: r.run_id for r in outcome.runs}, out=out, db=db,
+                                  quiet=quiet)
     return int(ExitCode.PASS)

@@ -1,0 +1,140 @@
+"""`gate release create|list|show`, `gate promote`, `gate rollback`, `gate watch`: thin faces over gate/release."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from gate.errors import ExitCode
+from gate.report.console import make_console
+
+
+def run_release_create(*, decision: str, release_id: str | None, base_model: str | None, base_revision: str | None,
+                       tokenizer: str | None, scorecard: str | None, data_checks: list[str], fingerprints: list[str],
+                       training_run: str | None, by: str | None, notes: str | None, db: str | None) -> int:
+    from gate.errors import GateError
+    from gate.release.record import build_release
+    from gate.store.releases import list_releases, record_release
+
+    row = build_release(decision_id=decision, db=db, release_id=release_id, base_model=base_model,
+                        base_revision=base_revision, tokenizer=tokenizer, scorecard=scorecard,
+                        data_checks=data_checks, fingerprints=fingerprints, training_run=training_run, by=by,
+                        notes=notes)
+    if any(r["release_id"] == row["release_id"] for r in list_releases(db)):
+        raise GateError(f"release '{row['release_id']}' already exists", field="--id")
+    record_release(row, db)
+    console = make_console()
+    checks = ", ".join(f"{c['run_id'][:12]}={c['verdict']}" for c in row["data_checks"]) or "none"
+    console.print(f"release {row['release_id']} recorded · decision {decision} ({row['verdict']}) · data checks: "
+                  f"{checks}", markup=False, soft_wrap=True)
+    return int(ExitCode.PASS)
+
+
+def run_release_list(*, db: str | None) -> int:
+    from rich.table import Table
+
+    from gate.store.releases import current_release, list_releases
+
+    current = current_release(db)
+    table = Table(title="releases", title_justify="left")
+    for col in ("release", "created", "by", "decision", "verdict", "scorecard", "data checks", "current"):
+        table.add_column(col, overflow="fold")
+    for r in list_releases(db):
+        checks = ", ".join(c["verdict"] for c in r["data_checks"] or []) or "–"
+        table.add_row(r["release_id"], f"{r['created_at']:%Y-%m-%d %H:%M}", r["created_by"] or "",
+                      r["decision_id"][:12], r["verdict"], f"{r['scorecard']} {r['scorecard_version']}", checks,
+                      "*" if r["release_id"] == current else "")
+    make_console().print(table)
+    return int(ExitCode.PASS)
+
+
+def run_release_show(*, release_id: str, db: str | None) -> int:
+    from gate.store.releases import current_release, get_release
+
+    r = get_release(release_id, db)
+    r["current"] = current_release(db) == release_id
+    print(json.dumps(r, indent=2, default=str))
+    return int(ExitCode.PASS)
+
+
+def run_promote(*, release_id: str, by: str | None, db: str | None) -> int:
+    from gate.release.promote import promote
+    from gate.release.record import who
+
+    console = make_console()
+    status, reasons = promote(release_id, by=who(by), db=db)
+    if status == "refused":
+        console.print(f"REFUSED: {release_id} is not promoted; current is unchanged", markup=False)
+        for r in reasons:
+            console.print(f"  - {r}", markup=False, soft_wrap=True)
+        return int(ExitCode.GATE_FAILED)
+    if status == "already-current":
+        console.print(f"{release_id} is already current; nothing changed", markup=False)
+        return int(ExitCode.PASS)
+    console.print(f"PROMOTED: current -> {release_id} (by {who(by)})", markup=False)
+    return int(ExitCode.PASS)
+
+
+def run_rollback(*, release_id: str | None, reason: str, by: str | None, db: str | None) -> int:
+    from gate.release.promote import rollback
+    from gate.release.record import who
+
+    old, new = rollback(release_id, reason=reason, by=who(by), db=db)
+    make_console().print(f"ROLLED BACK: current {old} -> {new} (by {who(by)}: {reason.strip()})", markup=False,
+                         soft_wrap=True)
+    return int(ExitCode.PASS)
+
+
+def run_watch(*, metrics: str, scorecard_path: str, release_id: str | None, db: str | None, record: bool,
+              rollback: bool = False) -> int:
+    import uuid
+    from pathlib import Path
+
+    from rich.table import Table
+
+    from gate.errors import GateError
+    from gate.release.watch import evaluate_triggers, read_metrics
+    from gate.score.scorecard import load_scorecard
+    from gate.store.db import db_path
+
+    sc = load_scorecard(scorecard_path, load_suites=False)
+    if not sc.rollback_triggers:
+        raise GateError("the scorecard declares no rollback_triggers", file=scorecard_path,
+                        field="rollback_triggers")
+    values, sha = read_metrics(metrics)
+    rows = evaluate_triggers(sc.rollback_triggers, values)
+    if release_id is None and record and Path(db_path(db)).exists():
+        from gate.store.releases import current_release
+
+        release_id = current_release(db)
+    fired = [r for r in rows if r["fired"]]
+    verdict = "ROLLBACK" if fired else "OK"
+    if record:
+        from gate.store.releases import record_watch
+
+        watch_id, at = uuid.uuid4().hex, datetime.now(UTC)
+        record_watch([{"watch_id": watch_id, "watched_at": at, "scorecard": sc.name, "metrics_file": metrics,
+                       "metrics_sha256": sha, "release_id": release_id, **{k: v for k, v in r.items() if k != "note"},
+                       "verdict": verdict} for r in rows], db)
+    console = make_console()
+    table = Table(title=f"gate watch · {sc.name} · {metrics}", title_justify="left")
+    for col in ("trigger", "metric", "observed", "rule", "n", "result"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        obs = "–" if r["observed"] is None else f"{r['observed']:.4g}"
+        table.add_row(r["trigger"], r["metric"], obs, f"{r['aggregate']} {r['op']} {r['threshold']:g}", str(r["n"]),
+                      "[red]FIRED[/]" if r["fired"] else r["note"])
+    console.print(table)
+    if fired:
+        why = ", ".join(r["trigger"] + " (" + r["note"] + ")" for r in fired)
+        console.print(f"ROLLBACK: {why}" + (f" · release {release_id}" if release_id else ""), markup=False,
+                      soft_wrap=True)
+        if rollback:
+            from gate.release.promote import rollback as do_rollback
+            from gate.release.record import who
+
+            old, new = do_rollback(None, reason=f"gate watch {Path(metrics).name}: {why}", by=who(None), db=db)
+            console.print(f"ROLLED BACK: current {old} -> {new}", markup=False)
+        return int(ExitCode.GATE_FAILED)
+    console.print("OK: no rollback trigger fired", markup=False)
+    return int(ExitCode.PASS)

@@ -1,0 +1,1 @@
+"""The release decision: align paired items, test them, evaluate the scorecard's gates, decide PROMOTE or BLOCK."""
