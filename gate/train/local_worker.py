@@ -1,0 +1,173 @@
+"""The training process the `local` runner launches: transformers + PEFT on CPU or one GPU.
+
+It runs as its own process (never inside `gate`) so the launch machinery is the same for every runner: a command, a
+log, metric lines parsed as they arrive, a checkpoint directory at the end. It reads one JSON config the runner wrote
+and prints AutoModel-style metric lines (`step N | epoch E | loss ... | grad_norm ... | lr ... | tps ...`), so one
+parser serves both. Loss is taken on assistant tokens only (the chat template's `{% generation %}` mask, else a
+prefix render), which is what makes a tiny model learn an answer format instead of the prompt.
+
+Usage: python -m gate.train.local_worker CONFIG.json
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _rows(paths: list[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for p in paths:
+        with open(p, encoding="utf-8") as fh:
+            rows.extend(json.loads(line) for line in fh if line.strip())
+    return rows
+
+
+def _encode(tok: Any, row: dict[str, Any], max_len: int) -> tuple[list[int], list[int]] | None:
+    """Token ids and labels (-100 outside assistant turns); None when no assistant token survives truncation."""
+    messages = row["messages"]
+    tools = row.get("tools") or None
+    if isinstance(tools, str):
+        tools = json.loads(tools)
+    try:
+        enc = tok.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True,
+                                      return_assistant_tokens_mask=True)
+        ids = list(enc["input_ids"])
+        mask = list(enc["assistant_masks"])
+        if not any(mask):
+            raise ValueError("template has no generation markers")
+    except ValueError:
+        prompt = tok.apply_chat_template(messages[:-1], tools=tools, tokenize=True, add_generation_prompt=True,
+                                         return_dict=True)["input_ids"]
+        ids = list(tok.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True)["input_ids"])
+        mask = [0] * len(prompt) + [1] * (len(ids) - len(prompt))
+    eos = tok.eos_token_id
+    # supervise the end-of-turn token right after the answer, or the model never learns to stop
+    for i in range(1, len(ids)):
+        if mask[i - 1] and not mask[i] and ids[i] == eos:
+            mask[i] = 1
+    ids, mask = ids[:max_len], mask[:max_len]
+    if not any(mask):
+        return None
+    return ids, [t if m else -100 for t, m in zip(ids, mask, strict=True)]
+
+
+def main(config_path: str) -> int:
+    cfg = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(cfg["seed"])
+    random.seed(cfg["seed"])
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg["threads"]))
+    device = "cuda" if cfg.get("device") == "cuda" else "cpu"
+    out = Path(cfg["output_dir"])
+    tok = AutoTokenizer.from_pretrained(cfg["model"], revision=cfg.get("revision"))
+    model = AutoModelForCausalLM.from_pretrained(cfg["model"], revision=cfg.get("revision"), dtype=torch.float32)
+    method = cfg["method"]
+    if method["type"] == "lora":
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(
+            r=method["rank"], lora_alpha=method["alpha"], lora_dropout=method.get("dropout", 0.0),
+            target_modules=method.get("targets") or "all-linear",
+            target_parameters=method.get("target_parameters") or None, task_type="CAUSAL_LM"))
+    model.to(device).train()
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    print(f"gate-local: model {cfg['model']} method {method['type']} trainable_params {trainable}", flush=True)
+
+    encoded = [e for e in (_encode(tok, r, cfg["sequence_length"]) for r in _rows(cfg["train_files"])) if e]
+    if not encoded:
+        print("gate-local: error: no training row has an assistant token within sequence_length", flush=True)
+        return 2
+    print(f"gate-local: {len(encoded)} training rows", flush=True)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    micro, accum = cfg["micro_batch_size"], max(1, cfg["global_batch_size"] // cfg["micro_batch_size"])
+    steps, warmup, lr = cfg["max_steps"], cfg["warmup_steps"], cfg["lr"]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr,
+                            weight_decay=cfg.get("weight_decay", 0.0), betas=(0.9, 0.95))
+
+    def lr_at(step: int) -> float:
+        if step < warmup:
+            return lr * (step + 1) / warmup
+        if cfg.get("schedule", "cosine") == "constant":
+            return lr
+        progress = (step - warmup) / max(1, steps - warmup)
+        return cfg.get("min_lr", 0.0) + 0.5 * (lr - cfg.get("min_lr", 0.0)) * (1 + math.cos(math.pi * progress))
+
+    order: list[int] = []
+    epoch = 0
+    every = cfg.get("ckpt_every_steps") or 0
+    log_every = max(1, cfg.get("log_every_steps", 1))
+    tokens = 0
+    t_log = time.perf_counter()
+    for step in range(steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
+        total_loss, n_label = 0.0, 0
+        batches = []
+        for _ in range(accum):
+            if len(order) < micro:
+                if order:
+                    epoch += 1
+                order = list(range(len(encoded)))
+                random.shuffle(order)
+            batches.append([encoded[order.pop()] for _ in range(micro)])
+        label_total = sum(sum(1 for t in lab if t != -100) for b in batches for _, lab in b)
+        for batch in batches:
+            width = max(len(ids) for ids, _ in batch)
+            ids_t = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device)
+            lab_t = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device)
+            att_t = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch], device=device)
+            logits = model(input_ids=ids_t, attention_mask=att_t).logits[:, :-1].float()
+            target = lab_t[:, 1:]
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
+                                                     ignore_index=-100, reduction="sum") / label_total
+            loss.backward()
+            total_loss += float(loss.detach())
+            n_label += int((target != -100).sum())
+            tokens += int(att_t.sum())
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.get("max_grad_norm", 1.0)))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if not math.isfinite(total_loss):
+            print(f"gate-local: error: loss is not finite at step {step + 1}", flush=True)
+            return 3
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            now = time.perf_counter()
+            tps = tokens / max(now - t_log, 1e-9)
+            tokens, t_log = 0, now
+            print(f"step {step + 1} | epoch {epoch} | loss {total_loss:.4f} | grad_norm {grad_norm:.4f} | "
+                  f"lr {lr_at(step):.6g} | tps {tps:.1f} | num_label_tokens {n_label}", flush=True)
+        if every and (step + 1) % every == 0 and step + 1 < steps:
+            _save(model, tok, out / f"checkpoint-{step + 1}")
+    final = out / "checkpoint-final"
+    _save(model, tok, final)
+    print(f"gate-local: saved {final}", flush=True)
+    return 0
+
+
+def _save(model: Any, tok: Any, path: Path) -> None:
+    """Writes the checkpoint into a sibling and renames it into place, so a checkpoint directory is never half
+    written. Weights stay in the training precision (fp32): the tiny model gains nothing from bf16 on CPU."""
+    import os
+    import shutil
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(tmp)  # a PEFT model writes only its adapter
+    tok.save_pretrained(tmp)
+    if path.exists():
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

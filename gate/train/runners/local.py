@@ -1,0 +1,43 @@
+"""The embedded default: transformers + PEFT in a child process (`gate.train.local_worker`), on CPU or one GPU.
+
+It is launched like the cluster runners, as a real process with a real log, so the same machinery is tested end to
+end without a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from gate.train.runners.base import LaunchPlan, Runner
+from gate.train.spec import TrainSpec
+
+
+class LocalRunner(Runner):
+    name = "local"
+
+    def plan(self, spec: TrainSpec, plan_dir: Path) -> LaunchPlan:
+        opts = spec.options("local")
+        cfg = {
+            "model": spec.model, "revision": spec.revision, "seed": spec.seed, "output_dir": spec.output_dir,
+            "method": {"type": spec.method, "rank": spec.lora_rank, "alpha": spec.lora_alpha,
+                       "dropout": spec.lora_dropout, "targets": list(spec.targets),
+                       "target_parameters": list(spec.target_parameters)},
+            "train_files": list(spec.train_files), "val_files": list(spec.val_files),
+            "sequence_length": spec.sequence_length, "micro_batch_size": spec.micro_batch,
+            "global_batch_size": spec.global_batch, "max_steps": spec.steps, "warmup_steps": spec.warmup_steps,
+            "lr": spec.lr, "min_lr": spec.min_lr, "schedule": spec.schedule, "weight_decay": spec.weight_decay,
+            "max_grad_norm": spec.max_grad_norm, "ckpt_every_steps": spec.ckpt_every,
+            "log_every_steps": spec.log_every, "device": opts.get("device", "cpu"), "threads": opts.get("threads"),
+        }
+        python = opts.get("python") or sys.executable
+        cfg_path = plan_dir / "local_train.json"
+        return LaunchPlan(runner=self.name, command=(python, "-m", "gate.train.local_worker", str(cfg_path)),
+                          files={"local_train.json": json.dumps(cfg, indent=2) + "\n"},
+                          env={"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"},
+                          cwd=str(Path(__file__).resolve().parents[3]))
+
+    def find_checkpoint(self, spec: TrainSpec) -> Path | None:
+        final = Path(spec.output_dir) / "checkpoint-final"
+        return final if final.is_dir() else None

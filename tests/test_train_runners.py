@@ -1,0 +1,163 @@
+"""nemo-automodel and ms-swift plans: golden files (cross-checked by hand against AutoModel's
+examples/llm_finetune/glm/glm_5.2_lora.yaml and ms-swift 4.6 argument names, see runners-and-serving.md), the keys the
+notes require, and, where the trainer venvs exist (.venv-nemo, .venv-swift), the trainers' own parsers."""
+
+import dataclasses
+import json
+import os
+
+import pytest
+import yaml
+
+from gate.train.runners import get_runner
+from gate.train.runners.ms_swift import megatron_args, swift_args
+from gate.train.runners.nemo_automodel import recipe
+from gate.train.spec import load_spec
+from tests.conftest import ROOT, run_gate
+
+GOLDEN = ROOT / "tests" / "golden"
+NEMO_PY = ROOT / ".venv-nemo" / "bin" / "python"
+SWIFT_PY = ROOT / ".venv-swift" / "bin" / "python"
+UPDATE = os.environ.get("GATE_UPDATE_GOLDEN") == "1"
+
+
+def _norm(obj):
+    return json.loads(json.dumps(obj).replace(str(ROOT), "<root>"))
+
+
+def _golden(name, obj):
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(json.dumps(_norm(obj), indent=2) + "\n")
+    assert _norm(obj) == json.loads(path.read_text()), f"{name} changed; review and GATE_UPDATE_GOLDEN=1"
+
+
+def _spec(tmp_path, name, **changes):
+    spec = load_spec(ROOT / "trainspecs" / name)
+    return dataclasses.replace(spec, output_dir=str(tmp_path / "out"), **changes)
+
+
+def test_nemo_recipe_matches_golden_and_the_notes(tmp_path):
+    spec = load_spec(ROOT / "trainspecs" / "glm5-lora-nemo.yaml")
+    r = recipe(spec)
+    _golden("glm5-lora-nemo.automodel.json", r)
+    assert r["recipe"] == "TrainFinetuneRecipeForNextTokenPrediction"
+    assert r["seed"] == 1234 and "rng" not in r  # an rng: block is ignored by train_ft.py
+    assert r["checkpoint"]["enabled"] is True  # shipped GLM recipes disable it
+    assert r["distributed"]["ep_size"] == 128 and "moe" in r["distributed"]
+    assert r["peft"]["_target_"] == "nemo_automodel.components._peft.lora.PeftConfig"
+    assert "*.mlp.experts" in r["peft"]["target_modules"]
+    assert not any("indexer" in t or t.endswith(".gate") for t in r["peft"]["target_modules"])
+    assert r["dataset"]["_target_"].endswith("chat_dataset.ChatDataset")
+    assert r["loss_fn"]["_target_"].endswith("chunked_ce.ChunkedCrossEntropy")
+
+
+def test_nemo_dry_run_writes_recipe_slurm_and_torchrun(tmp_path):
+    spec = _spec(tmp_path, "glm5-lora-nemo.yaml")
+    plan = get_runner("nemo-automodel").plan(spec, tmp_path / "out" / "plan")
+    assert plan.command[:2] == ("automodel", str(tmp_path / "out" / "plan" / "automodel.yaml"))
+    assert plan.command[2] == "--nproc-per-node=8"
+    slurm = plan.files["slurm.sub"]
+    for needle in ("#SBATCH --nodes=16", "#SBATCH --gpus-per-node=8", "#SBATCH --signal=B:USR1@300",
+                   "--rdzv_backend=c10d", "-m nemo_automodel.cli.app", "MASTER_PORT=13742"):
+        assert needle in slurm
+    assert yaml.safe_load(plan.files["automodel.yaml"]) == recipe(spec)
+
+
+def test_swift_args_match_golden_and_use_4x_names(tmp_path):
+    spec = load_spec(ROOT / "trainspecs" / "glm5-lora-swift.yaml")
+    args = swift_args(spec)
+    _golden("glm5-lora-swift.args.json", args)
+    assert "--train_type" not in args and args[args.index("--tuner_type") + 1] == "lora"
+    i = args.index("--target_parameters")
+    assert args[i + 1:i + 3] == ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+    assert args[args.index("--lora_dropout") + 1] == "0"  # target_parameters needs dropout 0
+    assert args[args.index("--gradient_accumulation_steps") + 1] == "8"  # 128 / (1 micro x 16 GPUs)
+
+
+def test_megatron_args_match_golden(tmp_path):
+    spec = load_spec(ROOT / "trainspecs" / "glm5-lora-swift.yaml")
+    spec = dataclasses.replace(spec, runner_options={"ms-swift": {"backend": "megatron", "template": "glm4_7"}},
+                               parallelism=dataclasses.replace(spec.parallelism, ep=16, pp=1))
+    args = megatron_args(spec)
+    _golden("glm5-lora-megatron.args.json", args)
+    assert args[args.index("--expert_model_parallel_size") + 1] == "16"
+    i = args.index("--target_modules")
+    assert args[i + 1:i + 3] == ["all-linear", "--merge_lora"]  # HF names mean nothing to Megatron
+    assert "--target_parameters" not in args  # all-linear covers the grouped experts there
+
+
+def test_swift_plan_has_multinode_env_and_merge_step(tmp_path):
+    spec = _spec(tmp_path, "glm5-lora-swift.yaml")
+    plan = get_runner("ms-swift").plan(spec, tmp_path / "plan")
+    assert plan.command[:2] == ("swift", "sft")
+    assert plan.env == {"NPROC_PER_NODE": "8"}  # per-node values stay in multinode.sh
+    multi = plan.files["multinode.sh"]
+    for needle in ('export NNODES="2"', 'export NODE_RANK="${NODE_RANK}"', 'export MASTER_PORT="29500"'):
+        assert needle in multi
+    assert 'swift export --adapters "$CKPT" --merge_lora true' in plan.files["export.sh"]
+
+
+def test_dry_run_cli_writes_the_plan_atomically(tmp_path):
+    src = (ROOT / "trainspecs" / "glm5-lora-swift.yaml").read_text()
+    spec = tmp_path / "s.yaml"
+    spec.write_text(src.replace("../fixtures", str(ROOT / "fixtures")).replace("../.cache/runs/glm5-lora-swift",
+                                                                              str(tmp_path / "run")))
+    res = run_gate("train", str(spec), "--runner", "ms-swift", "--dry-run")
+    assert res.returncode == 0, res.stderr
+    plan_dir = tmp_path / "run" / "plan"
+    plan = json.loads((plan_dir / "plan.json").read_text())
+    assert plan["command"][:2] == ["swift", "sft"] and plan["spec"]["name"] == "glm5-lora-swift"
+    assert (plan_dir / "launch.sh").read_text().count("swift sft") == 1
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["plan"]  # no temp dirs left behind
+
+
+def test_real_run_without_the_trainer_installed_is_one_line_exit_1(tmp_path):
+    src = (ROOT / "trainspecs" / "glm5-lora-nemo.yaml").read_text()
+    spec = tmp_path / "s.yaml"
+    spec.write_text(src.replace("../fixtures", str(ROOT / "fixtures")).replace("../.cache/runs/glm5-lora-nemo",
+                                                                              str(tmp_path / "run")))
+    res = run_gate("train", str(spec), "--runner", "nemo-automodel", "--db", str(tmp_path / "g.duckdb"),
+                   env={"PATH": "/usr/bin:/bin"})
+    assert res.returncode == 1
+    assert "`automodel` is not on PATH" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.skipif(not NEMO_PY.exists(), reason="nemo-automodel venv (.venv-nemo) not installed")
+def test_nemo_automodel_own_parsers_accept_the_plan_and_reject_a_typo(tmp_path):
+    from gate.commands.train import validate_plans
+    from gate.train.plan_launch import write_plan
+    from tests.test_train_local import tiny_model
+
+    model = tiny_model()
+    spec = _spec(tmp_path, "glm5-lora-nemo.yaml", model=str(model), train_files=(
+        str(ROOT / "fixtures/datasets/triage-clean/train.jsonl"),), val_files=())
+    _, plan_dir = write_plan(spec, get_runner("nemo-automodel"))
+    _, typo_dir = write_plan(dataclasses.replace(spec, output_dir=str(tmp_path / "typo")),
+                             get_runner("nemo-automodel"))
+    cfg = typo_dir / "automodel.yaml"
+    cfg.write_text(cfg.read_text().replace("max_recent_checkpoints", "max_recent_checkpoint"))
+    verdict, bad = validate_plans("nemo-automodel", [plan_dir, typo_dir], str(NEMO_PY))
+    assert verdict["ok"], verdict
+    checks = " ".join(verdict["checks"])
+    assert "checkpoint.enabled" in checks and "PeftConfig(dim=32, targets=12)" in checks
+    assert "ChatDataset(rows=300" in checks  # AutoModel tokenized the triage rows with the model's template
+    assert not bad["ok"] and "max_recent_checkpoint" in bad["error"]
+
+
+@pytest.mark.skipif(not SWIFT_PY.exists(), reason="ms-swift venv (.venv-swift) not installed")
+def test_ms_swift_own_parser_accepts_the_plan_and_rejects_3x_names(tmp_path):
+    from gate.commands.train import validate_plans
+    from gate.train.plan_launch import write_plan
+
+    spec = _spec(tmp_path, "glm5-lora-swift.yaml")
+    _, plan_dir = write_plan(spec, get_runner("ms-swift"))
+    _, old_dir = write_plan(dataclasses.replace(spec, output_dir=str(tmp_path / "old")), get_runner("ms-swift"))
+    f = old_dir / "swift_sft.args.json"
+    f.write_text(f.read_text().replace('"--tuner_type"', '"--train_type"'))
+    verdict, bad = validate_plans("ms-swift", [plan_dir, old_dir], str(SWIFT_PY))
+    assert verdict["ok"], verdict
+    checks = " ".join(verdict["checks"])
+    assert "swift sft arguments" in checks and "merge_lora" in checks and "dataset rows=300" in checks
+    assert not bad["ok"] and "--train_type" in bad["error"]
+
