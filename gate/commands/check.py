@@ -20,15 +20,23 @@ def exit_code_for(run: CheckRun, fail_on: str = "error") -> int:
     return ExitCode.PASS
 
 
-def run_check_command(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None,
-                      db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
-                      quiet: bool, tokenizer: str | None = None) -> int:
-    from gate.report.check_report import github_annotations, write_reports
+def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None, db: str | None,
+                  record: bool, workers: int | None, fail_on: str, max_examples: int, tokenizer: str | None = None,
+                  progress: bool | None = None, engine: str = "local", address: str | None = None,
+                  base: str | None = None, index: str | None = None) -> tuple[CheckRun, int]:
+    """The core of `gate check` without any terminal output: the CLI and the service's jobs both run this."""
+    from gate.report.check_report import write_reports
 
     contract = load_contract(contract_path)
     if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
         contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
-    run = run_checks(dataset, contract, checks=checks, workers=workers)
+    if base is not None:  # incremental: the rows changed since the git ref, against the dataset's index
+        from gate.index.incremental import run_incremental
+
+        run = run_incremental(dataset, contract, base, index_dir=index, checks=checks, workers=workers)
+    else:
+        run = run_checks(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
+                         address=address)
     code = exit_code_for(run, fail_on)
     write_reports(run, report_dir, max_examples)
     if record:
@@ -36,10 +44,34 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
 
         record_check_run(run, int(code), db)
         run.options["db"] = db_path(db)
+    return run, int(code)
+
+
+def run_check_command(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None,
+                      db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
+                      quiet: bool, tokenizer: str | None = None, changed_since: str | None = None,
+                      engine: str = "local", address: str | None = None, base: str | None = None,
+                      index: str | None = None) -> int:
+    from gate.report.check_report import github_annotations
+
+    if changed_since is not None:
+        from gate.commands.changed import run_changed_check
+
+        return run_changed_check(dataset=dataset, ref=changed_since, contract_path=contract_path,
+                                 report_dir=report_dir, checks=checks, db=db, record=record, workers=workers,
+                                 fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer)
+    if os.environ.get("GATE_URL"):  # a shared service is the writer: submit the check there and wait for it
+        from gate.service.client import remote_check
+
+        return remote_check(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,
+                            fail_on=fail_on, quiet=quiet)
+    run, code = check_dataset(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,
+                              db=db, record=record, workers=workers, fail_on=fail_on, max_examples=max_examples,
+                              tokenizer=tokenizer, engine=engine, address=address, base=base, index=index)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(run):
             print(line)
     from gate.report.terminal import print_check_run
 
     print_check_run(run, report_dir, quiet=quiet)
-    return int(code)
+    return code

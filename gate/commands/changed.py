@@ -1,0 +1,122 @@
+"""`gate check --changed-since REF`: check only the datasets a change touches; a change without data passes.
+
+Why whole datasets and not just the changed files: leakage and duplicate checks compare splits with each other, so
+a changed `train.jsonl` is checked together with the `val`/`test` files beside it. A change that touches no dataset
+file passes at once with a report that says so, so the pull-request comment is never empty or misleading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from gate.errors import ExitCode
+from gate.io.atomic import atomic_dir
+from gate.vcs import changed_files, repo_root
+
+DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".arrow")
+HF_MARKERS = ("dataset_dict.json", "state.json", "dataset_info.json")
+
+
+def is_dataset_file(path: Path) -> bool:
+    return path.name.endswith(DATA_SUFFIXES) or path.name in HF_MARKERS
+
+
+def dataset_units(dataset: Path, changed: list[Path]) -> list[Path]:
+    """The datasets (a file, a split directory, or a Hugging Face DatasetDict) that hold the changed data files."""
+    dataset = dataset.resolve()
+    units: set[Path] = set()
+    for f in changed:
+        if not is_dataset_file(f):
+            continue
+        if dataset.is_file() or dataset.suffix in DATA_SUFFIXES:
+            if f == dataset:
+                units.add(dataset)
+            continue
+        if not f.is_relative_to(dataset):
+            continue
+        unit = f.parent
+        for anc in [f.parent, *f.parent.parents]:  # a split of a DatasetDict belongs to the dict
+            if (anc / "dataset_dict.json").is_file():
+                unit = anc
+                break
+            if anc == dataset:
+                break
+        if unit.exists():
+            units.add(unit)
+    return sorted(units)
+
+
+def _slug(unit: Path, dataset: Path) -> str:
+    rel = unit.relative_to(dataset) if unit != dataset and unit.is_relative_to(dataset) else Path(unit.name)
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "-", str(rel)).strip("-") or "dataset"
+
+
+def _write_nothing_changed(report_dir: str, dataset: str, ref: str) -> str:
+    md = (f"## gate check: ✅ PASS\n\nNo dataset files under `{dataset}` changed since `{ref}`; "
+          "nothing to check.\n")
+    with atomic_dir(report_dir) as tmp:
+        (tmp / "report.md").write_text(md, encoding="utf-8")
+        (tmp / "report.json").write_text(json.dumps({"schema": "gate.check.changed/1", "verdict": "pass",
+                                                     "ref": ref, "dataset": dataset, "checked": []}, indent=2)
+                                         + "\n", encoding="utf-8")
+        (tmp / "junit.xml").write_text('<?xml version="1.0" encoding="utf-8"?>\n'
+                                       f'<testsuites name="gate check" tests="0" failures="0">'
+                                       f'<testsuite name="{escape(dataset)}" tests="0" failures="0"/></testsuites>\n',
+                                       encoding="utf-8")
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
+            fh.write(md)
+    return md
+
+
+def _combine(report_dir: Path, parts: list[tuple[str, int]], ref: str) -> None:
+    """One report.md / report.json / junit.xml over several checked datasets, beside their own sub-reports."""
+    import xml.etree.ElementTree as ET
+
+    failed = any(code == ExitCode.GATE_FAILED for _, code in parts)
+    md = [f"## gate check: {'❌ FAIL' if failed else '✅ PASS'} ({len(parts)} datasets changed since `{ref}`)\n"]
+    suites = ET.Element("testsuites", name="gate check")
+    units = []
+    for slug, code in parts:
+        sub = report_dir / slug
+        md.append(f"\n### `{slug}`\n\n" + (sub / "report.md").read_text(encoding="utf-8").replace("\n## ", "\n#### "))
+        tree = ET.parse(sub / "junit.xml").getroot()
+        for suite in ([tree] if tree.tag == "testsuite" else list(tree)):
+            suites.append(suite)
+        units.append({"dataset": slug, "exit_code": code, "report": f"{slug}/report.json"})
+    (report_dir / "report.md").write_text("".join(md), encoding="utf-8")
+    (report_dir / "junit.xml").write_text(ET.tostring(suites, encoding="unicode"), encoding="utf-8")
+    (report_dir / "report.json").write_text(json.dumps({"schema": "gate.check.changed/1", "ref": ref,
+                                                        "verdict": "fail" if failed else "pass", "checked": units},
+                                                       indent=2) + "\n", encoding="utf-8")
+
+
+def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir: str, checks: list[str] | None,
+                      db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
+                      quiet: bool, tokenizer: str | None) -> int:
+    from gate.commands.check import run_check_command
+
+    ds = Path(dataset)
+    root = repo_root(ds)
+    units = dataset_units(ds.resolve() if ds.exists() else ds.absolute(), changed_files(ref, root))
+    if not units:
+        _write_nothing_changed(report_dir, dataset, ref)
+        print(f"PASS no dataset files under {dataset} changed since {ref}; nothing to check → {report_dir}/report.md")
+        return int(ExitCode.PASS)
+    common = dict(contract_path=contract_path, checks=checks, db=db, record=record, workers=workers,
+                  fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer)
+    if len(units) == 1:
+        return run_check_command(dataset=str(units[0]), report_dir=report_dir, **common)  # type: ignore[arg-type]
+    parts: list[tuple[str, int]] = []
+    base = ds.resolve()
+    with atomic_dir(report_dir) as tmp:
+        for unit in units:
+            slug = _slug(unit, base)
+            parts.append((slug, run_check_command(dataset=str(unit), report_dir=str(tmp / slug),
+                                                  **common)))  # type: ignore[arg-type]
+        _combine(tmp, parts, ref)
+    return max(code for _, code in parts)

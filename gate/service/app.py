@@ -1,0 +1,269 @@
+"""The HTTP face of gate: routes that check a caller's role, confine its paths and hand work to the core.
+
+No gate logic lives here: a check or score runs through the CLI's own functions (as a job), and reads are plain
+queries over the record. Findings leave the service redacted, like every report.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the route signatures, and the role aliases below are
+# local to create_app, so the annotations must be real objects, not strings.
+
+import importlib.util
+import logging
+import shutil
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+
+from gate import __version__
+from gate.errors import GateError
+from gate.service.auth import Perm, Principal, verify_token
+from gate.service.config import ServiceConfig
+from gate.service.jobs import REPORT_FILES, JobRunner, get_job, list_jobs, new_job_id, submit
+from gate.service.limits import BodyLimit
+from gate.service.paths import PathRefused, confine
+from gate.store import service as store
+
+log = logging.getLogger("gate.service")
+UPLOAD_PATH = "/checks/upload"
+DASHBOARD_PREFIX = "/dashboard"
+UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
+Limit = Annotated[int, Query(ge=1, le=1000, description="Newest first, at most this many.")]
+_bearer = HTTPBearer(auto_error=False, description="A token from `gate token create`.")
+
+
+class CheckRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dataset: str = Field(description="Dataset file or directory, under one of the service's roots.")
+    contract: str = Field(description="Data contract YAML, under one of the service's roots.")
+    checks: list[str] | None = None
+    fail_on: Literal["error", "warning", "never"] = "error"
+    max_examples: int = Field(10, ge=0, le=1000)
+
+
+class ScoreRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    candidate: str = Field(description="Model directory under a root, or a served model name for engine=url.")
+    scorecard: str
+    baseline: str | None = None
+    engine: Literal["embedded", "url", "vllm"] = "embedded"
+    adapter: str | None = None
+    base_url: str | None = None
+    epoch: int = Field(0, ge=0)
+    limit: int | None = Field(None, ge=1)
+    tool_parser: str | None = None
+    reasoning_parser: str | None = None
+    baseline_adapter: str | None = None
+    chat_template: str | None = Field(None, description="Chat template file under a root.")
+    model_hash: str | None = Field(None, description="Identity of a URL-served candidate (keys the cache).")
+    baseline_model_hash: str | None = None
+
+
+def _confine(cfg: ServiceConfig, raw: str, field: str) -> str:
+    try:
+        return str(confine(raw, cfg.roots))
+    except PathRefused as exc:
+        raise HTTPException(404 if exc.missing else 400, f"{field}: {exc}") from None
+
+
+def _rows(cfg: ServiceConfig, sql: str, args: list[Any], table: str) -> list[dict[str, Any]]:
+    """Rows of a record table as dicts; an empty list while the table does not exist yet."""
+    import json
+
+    with store.service_db(cfg.db, ddl=False) as con:
+        if not store.has_table(con, table):
+            return []
+        cur = con.execute(sql, args)
+        cols = [d[0] for d in cur.description]
+        types = [str(d[1]) for d in cur.description]
+        out = []
+        for row in cur.fetchall():
+            d: dict[str, Any] = {}
+            for c, t, v in zip(cols, types, row, strict=True):
+                if t == "JSON" and isinstance(v, str):
+                    v = json.loads(v)
+                elif hasattr(v, "isoformat"):
+                    v = v.isoformat()
+                d[c] = v
+            out.append(d)
+        return out
+
+
+def create_app(cfg: ServiceConfig) -> FastAPI:
+    """The service for one configuration; the job worker starts and stops with the app's lifespan."""
+    runner = JobRunner(cfg) if cfg.run_jobs else None
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        from gate.service.dbpolicy import read_write_only
+
+        cfg.state_dir.mkdir(parents=True, exist_ok=True)
+        with read_write_only(), store.service_db(cfg.db) as keep_open:
+            # held for the app's life: the database instance stays open, so each request's own connection costs
+            # about a millisecond instead of reopening the file (~100 ms); the service is the file's one process
+            del keep_open
+            if runner is not None:
+                runner.start()
+            yield
+            if runner is not None:
+                runner.stop()
+
+    app = FastAPI(title="gate", version=__version__, lifespan=lifespan,
+                  description="Data-and-evaluation gatekeeper: dataset checks, score runs, decisions and releases.")
+    app.state.config = cfg
+
+    @app.exception_handler(GateError)
+    async def _gate_error(_: Request, exc: GateError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    app.add_middleware(BodyLimit, default=cfg.max_body_bytes, per_path={UPLOAD_PATH: cfg.max_upload_bytes})
+
+    def require(perm: Perm) -> Callable[..., Principal]:
+        def dependency(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+            if creds is None or creds.scheme.lower() != "bearer":
+                raise HTTPException(401, "a bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+            who = verify_token(cfg.db, creds.credentials)
+            if who is None:
+                raise HTTPException(401, "unknown, wrong or revoked token", headers={"WWW-Authenticate": "Bearer"})
+            if not who.can(perm):
+                raise HTTPException(403, f"role {who.role.value!r} may not {perm.value.replace('_', ' ')}")
+            return who
+        return dependency
+
+    Reader = Annotated[Principal, Depends(require(Perm.read))]
+    Checker = Annotated[Principal, Depends(require(Perm.submit_check))]
+    Scorer = Annotated[Principal, Depends(require(Perm.submit_score))]
+
+    def _queued(kind: str, params: dict[str, Any], who: Principal, job_id: str | None = None) -> dict[str, Any]:
+        job = submit(cfg, kind, params, who.name, job_id)
+        if runner is not None:
+            runner.wake()
+        return job
+
+    @app.get("/health", tags=["service"])
+    def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    @app.post("/checks", status_code=202, tags=["checks"])
+    def submit_check(body: CheckRequest, who: Checker) -> dict[str, Any]:
+        """Queue a `gate check` of a dataset that is already under one of the roots."""
+        params = body.model_dump()
+        params["dataset"] = _confine(cfg, body.dataset, "dataset")
+        params["contract"] = _confine(cfg, body.contract, "contract")
+        return _queued("check", params, who)
+
+    @app.post(UPLOAD_PATH, status_code=202, tags=["checks"])
+    def submit_check_upload(who: Checker, file: Annotated[UploadFile, File(description="One .jsonl or .parquet "
+                                                                                        "dataset file.")],
+                            contract: Annotated[str, Form()],
+                            fail_on: Annotated[Literal["error", "warning", "never"], Form()] = "error",
+                            checks: Annotated[str | None, Form(description="Comma-separated subset.")] = None,
+                            ) -> dict[str, Any]:
+        """Queue a `gate check` of an uploaded dataset file (within the upload size limit)."""
+        name = Path(file.filename or "").name
+        if not name.endswith(UPLOAD_SUFFIXES) or name.startswith("."):
+            raise HTTPException(400, f"file: expected a name ending in {', '.join(UPLOAD_SUFFIXES)}")
+        contract_path = _confine(cfg, contract, "contract")
+        job_id = new_job_id()
+        dest_dir = cfg.uploads_dir / job_id
+        dest_dir.mkdir(parents=True, exist_ok=False)
+        try:
+            with open(dest_dir / name, "xb") as fh:
+                shutil.copyfileobj(file.file, fh)
+        except BaseException:
+            shutil.rmtree(dest_dir, ignore_errors=True)
+            raise
+        params = {"dataset": str(dest_dir / name), "contract": contract_path, "fail_on": fail_on,
+                  "checks": [c.strip() for c in checks.split(",") if c.strip()] if checks else None,
+                  "max_examples": 10, "uploaded": name}
+        return _queued("check", params, who, job_id)
+
+    @app.post("/scores", status_code=202, tags=["scores"])
+    def submit_score(body: ScoreRequest, who: Scorer) -> dict[str, Any]:
+        """Queue a `gate score` run; model directories must be under the roots unless served by URL."""
+        params = body.model_dump()
+        params["scorecard"] = _confine(cfg, body.scorecard, "scorecard")
+        if body.chat_template:
+            params["chat_template"] = _confine(cfg, body.chat_template, "chat_template")
+        if body.engine == "url":
+            if not body.base_url:
+                raise HTTPException(400, "base_url: required for engine=url")
+        else:
+            for key in ("candidate", "baseline", "adapter", "baseline_adapter"):
+                if params.get(key):
+                    params[key] = _confine(cfg, params[key], key)
+        return _queued("score", params, who)
+
+    @app.get("/jobs", tags=["jobs"])
+    def jobs(_: Reader, status: Literal["queued", "running", "done", "failed"] | None = None,
+             limit: Limit = 100) -> list[dict[str, Any]]:
+        return list_jobs(cfg, status=status, limit=limit)
+
+    @app.get("/jobs/{job_id}", tags=["jobs"])
+    def job(job_id: str, _: Reader) -> dict[str, Any]:
+        got = get_job(cfg, job_id)
+        if got is None:
+            raise HTTPException(404, f"no job {job_id!r}")
+        return got
+
+    @app.get("/jobs/{job_id}/files/{name}", tags=["jobs"])
+    def job_file(job_id: str, name: str, _: Reader) -> FileResponse:
+        """A report the job wrote (report.md, report.json, junit.xml, scores.md, scores.json); all are redacted."""
+        got = get_job(cfg, job_id)
+        if got is None or name not in REPORT_FILES or not (Path(got["report_dir"]) / name).is_file():
+            raise HTTPException(404, f"no {name!r} for job {job_id!r}")
+        return FileResponse(Path(got["report_dir"]) / name)
+
+    @app.get("/checks/runs", tags=["checks"])
+    def check_runs(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
+        return _rows(cfg, "SELECT run_id, started_at, seconds, dataset, dataset_fingerprint, contract_name, "
+                          "contract_version, verdict, exit_code, rows FROM runs WHERE kind = 'check' "
+                          "ORDER BY started_at DESC LIMIT ?", [limit], "runs")
+
+    @app.get("/checks/runs/{run_id}/findings", tags=["checks"])
+    def findings(run_id: str, _: Reader, limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
+        """Findings of one check run; snippets and messages are masked again on the way out."""
+        from gate.report.redact import mask
+
+        runs = _rows(cfg, "SELECT run_id, verdict FROM runs WHERE run_id = ?", [run_id], "runs")
+        if not runs:
+            raise HTTPException(404, f"no check run {run_id!r}")
+        rows = _rows(cfg, 'SELECT "check", split, "row", field, rule, severity, message, snippet, row_id '
+                          'FROM findings WHERE run_id = ? ORDER BY "check", split, "row" LIMIT ?',
+                     [run_id, limit], "findings")
+        for r in rows:
+            r["message"] = mask(r["message"] or "")
+            r["snippet"] = mask(r["snippet"] or "")
+        return {"run_id": run_id, "verdict": runs[0]["verdict"], "findings": rows}
+
+    @app.get("/scores/runs", tags=["scores"])
+    def score_runs(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
+        return _rows(cfg, "SELECT run_id, comparison_id, role, scorecard, scorecard_version, model, adapter, "
+                          "engine, started_at, finished_at, status, items, errors, cached FROM score_runs "
+                          "ORDER BY started_at DESC LIMIT ?", [limit], "score_runs")
+
+    @app.get("/decisions", tags=["releases"])
+    def decisions(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
+        return _rows(cfg, "SELECT * FROM decisions ORDER BY created_at DESC LIMIT ?", [limit], "decisions")
+
+    @app.get("/releases", tags=["releases"])
+    def releases(_: Reader) -> dict[str, Any]:
+        rel = _rows(cfg, "SELECT * FROM releases ORDER BY created_at, release_id", [], "releases")
+        hist = _rows(cfg, "SELECT * FROM release_pointer ORDER BY seq", [], "release_pointer")
+        return {"current": hist[-1]["release_id"] if hist else None, "releases": rel, "history": hist}
+
+    from gate.service import release_actions
+
+    release_actions.mount(app, require, _queued)
+    if importlib.util.find_spec("gate.dashboard") is not None \
+            and importlib.util.find_spec("gate.dashboard.routes") is not None:
+        from gate.dashboard.routes import router
+
+        app.include_router(router, prefix=DASHBOARD_PREFIX)
+    return app
+

@@ -1,0 +1,87 @@
+"""Bearer tokens with roles; only a salted digest of each token is stored.
+
+Why sha256 and not scrypt: the tokens are 256-bit random strings, not passwords, so a slow hash adds nothing
+against guessing but would cost every request tens of milliseconds. The token carries a public id so a request
+costs one lookup, and the digest comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gate.errors import GateError
+
+
+class Role(StrEnum):
+    ci = "ci"
+    evaluator = "evaluator"
+    release_manager = "release-manager"
+    viewer = "viewer"
+
+
+class Perm(StrEnum):
+    read = "read"
+    submit_check = "submit_check"
+    submit_score = "submit_score"
+    release = "release"
+
+
+#: Every role reads; each writes only its own kind of thing.
+GRANTS: dict[Role, frozenset[Perm]] = {
+    Role.ci: frozenset({Perm.read, Perm.submit_check}),
+    Role.evaluator: frozenset({Perm.read, Perm.submit_score}),
+    Role.release_manager: frozenset({Perm.read, Perm.release}),
+    Role.viewer: frozenset({Perm.read}),
+}
+
+PREFIX = "gate_"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_TOKEN = re.compile(r"^gate_([0-9a-f]{16})_([A-Za-z0-9_\-]{43})$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    role: Role
+
+    def can(self, perm: Perm) -> bool:
+        return perm in GRANTS[self.role]
+
+
+def _digest(salt: str, secret: str) -> str:
+    return hashlib.sha256(bytes.fromhex(salt) + secret.encode()).hexdigest()
+
+
+def create_token(db: str | None, name: str, role: str) -> str:
+    """Stores a new token's digest and returns the token itself: the only time it is ever shown."""
+    from gate.store.service import insert_token
+
+    if not _NAME.match(name):
+        raise GateError(f"token name {name!r}: use 1-64 letters, digits, '.', '_' or '-'")
+    try:
+        role_ = Role(role)
+    except ValueError:
+        raise GateError(f"unknown role {role!r} (roles: {', '.join(r.value for r in Role)})") from None
+    token_id, secret, salt = secrets.token_hex(8), secrets.token_urlsafe(32), secrets.token_hex(16)
+    insert_token(db, name=name, token_id=token_id, role=role_.value, salt=salt, digest=_digest(salt, secret))
+    return f"{PREFIX}{token_id}_{secret}"
+
+
+def verify_token(db: str | None, token: str) -> Principal | None:
+    """The principal a token stands for, or None when it is malformed, unknown, wrong or revoked."""
+    from gate.store.service import find_token
+
+    m = _TOKEN.match(token)
+    if not m:
+        return None
+    row = find_token(db, m.group(1))
+    if row is None or row["revoked"]:
+        return None
+    if not hmac.compare_digest(row["digest"], _digest(row["salt"], m.group(2))):
+        return None
+    return Principal(row["name"], Role(row["role"]))

@@ -1,0 +1,138 @@
+"""Long work as jobs: queued in DuckDB, run one at a time by a worker thread inside the service process.
+
+Why a thread in the service process and not a separate writer process: DuckDB lets one process write a file, and a
+reader in another process holds a shared lock that makes the writer's next connection fail; inside one process,
+every read-write connection shares one database instance. So the service process is the only one that opens the
+record, and the core functions (the CLI's own) write through that same instance from the worker thread.
+Why the queue lives in DuckDB: a job survives a crash of the service. At start-up, a job still marked `running`
+was interrupted; it is requeued while attempts remain and otherwise failed with the reason, so none is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from gate.errors import ExitCode, GateError
+from gate.service.config import ServiceConfig
+from gate.store import service as store
+
+log = logging.getLogger("gate.service.jobs")
+REPORT_FILES = ("report.md", "report.json", "junit.xml", "scores.md", "scores.json")
+
+
+def new_job_id() -> str:
+    return f"job-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
+
+
+def submit(cfg: ServiceConfig, kind: str, params: dict[str, Any], submitted_by: str,
+           job_id: str | None = None) -> dict[str, Any]:
+    job_id = job_id or new_job_id()
+    store.insert_job(cfg.db, job_id, kind, params, submitted_by, str(cfg.jobs_dir / job_id / "report"))
+    job = store.get_job(cfg.db, job_id)
+    assert job is not None
+    return job
+
+
+def get_job(cfg: ServiceConfig, job_id: str) -> dict[str, Any] | None:
+    return store.get_job(cfg.db, job_id)
+
+
+def list_jobs(cfg: ServiceConfig, *, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    return store.list_jobs(cfg.db, status=status, limit=limit)
+
+
+def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Runs one job with the CLI's own core functions; returns (exit code, result summary)."""
+    p = job["params"]
+    out = job["report_dir"]
+    if job["kind"] == "check":
+        from gate.commands.check import check_dataset
+
+        run, code = check_dataset(dataset=p["dataset"], contract_path=p["contract"], report_dir=out,
+                                  checks=p.get("checks"), db=cfg.db, record=True, workers=cfg.check_workers,
+                                  fail_on=p.get("fail_on", "error"), max_examples=p.get("max_examples", 10),
+                                  progress=False)
+        return code, {"run_id": run.run_id, "verdict": run.verdict, "rows": run.rows}
+    if job["kind"] == "score":
+        from gate.commands.score import run_score_command
+
+        code = run_score_command(candidate=p["candidate"], scorecard_path=p["scorecard"], baseline=p.get("baseline"),
+                                 engine=p.get("engine", "embedded"), adapter=p.get("adapter"),
+                                 base_url=p.get("base_url"), db=cfg.db, out=out, epoch=p.get("epoch", 0),
+                                 limit=p.get("limit"), quiet=True, tool_parser=p.get("tool_parser"),
+                                 reasoning_parser=p.get("reasoning_parser"),
+                                 baseline_adapter=p.get("baseline_adapter"),
+                                 chat_template=p.get("chat_template"), model_hash=p.get("model_hash"),
+                                 baseline_model_hash=p.get("baseline_model_hash"))
+        return code, {"complete": code == ExitCode.PASS}
+    if job["kind"] in ("promote", "rollback"):
+        from gate.service.release_actions import execute_release_job
+
+        return execute_release_job(cfg, job)
+    raise GateError(f"unknown job kind {job['kind']!r}")
+
+
+def run_one(cfg: ServiceConfig, job: dict[str, Any]) -> None:
+    """Runs a claimed job and records its end; a bad input is a failed job with the one-line reason."""
+    Path(job["report_dir"]).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        code, result = execute(cfg, job)
+    except GateError as exc:
+        store.finish_job(cfg.db, job["job_id"], status="failed", exit_code=int(ExitCode.ERROR), result=None,
+                         error=str(exc))
+        return
+    except Exception as exc:  # a bug in a check must not kill the worker; the job says what happened
+        log.error("job %s crashed:\n%s", job["job_id"], traceback.format_exc())
+        store.finish_job(cfg.db, job["job_id"], status="failed", exit_code=int(ExitCode.ERROR), result=None,
+                         error=f"internal error: {type(exc).__name__}: {exc}")
+        return
+    status = "done" if code in (ExitCode.PASS, ExitCode.GATE_FAILED) else "failed"
+    # a finished job keeps the note of an earlier interrupted attempt: its history, not an error of this one
+    store.finish_job(cfg.db, job["job_id"], status=status, exit_code=code, result=result,
+                     error=job.get("error") if status == "done" else "the run did not complete (see its report)")
+
+
+class JobRunner:
+    """One worker thread draining the queue; `wake()` after a submission skips the polling delay."""
+
+    def __init__(self, cfg: ServiceConfig, poll_s: float = 1.0) -> None:
+        self.cfg = cfg
+        self.poll_s = poll_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        for job_id, status in store.recover_interrupted(self.cfg.db, self.cfg.max_attempts):
+            log.warning("job %s was interrupted by a restart: now %s", job_id, status)
+        self._thread = threading.Thread(target=self._loop, name="gate-jobs", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stops taking jobs; a job still running stays `running` and is requeued at the next start."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                job = store.claim_next_job(self.cfg.db)
+            except GateError as exc:
+                log.error("cannot read the job queue: %s", exc)
+                job = None
+            if job is None:
+                self._wake.wait(self.poll_s)
+                self._wake.clear()
+                continue
+            run_one(self.cfg, job)

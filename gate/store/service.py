@@ -1,0 +1,220 @@
+"""The service's own record: its job queue and its API tokens, in the same DuckDB file as the runs they produce.
+
+Why in DuckDB and not in memory: a job must survive a restart of the service (it is either finished, requeued or
+failed with a reason, never lost), and a token must outlive the process that checks it. Same discipline as
+`gate.store.db`: short connections, every result drained. While the service runs it is the one process that opens
+the file, and inside it every connection is read-write: DuckDB shares one database instance between the
+connections of a process, but refuses a read-only connection beside a read-write one, and across processes a
+reader's shared lock would block the writer. A CLI command that needs the file while the service holds it waits
+briefly for the lock, then says so in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from gate.errors import GateError
+from gate.store.db import connect
+
+DDL = [
+    """CREATE TABLE IF NOT EXISTS jobs (
+        job_id VARCHAR PRIMARY KEY, kind VARCHAR, status VARCHAR, params JSON, submitted_by VARCHAR,
+        created_at TIMESTAMPTZ, started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, attempts INTEGER,
+        exit_code INTEGER, result JSON, error VARCHAR, report_dir VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS tokens (
+        name VARCHAR PRIMARY KEY, token_id VARCHAR UNIQUE, role VARCHAR, salt VARCHAR, digest VARCHAR,
+        created_at TIMESTAMPTZ, revoked_at TIMESTAMPTZ)""",
+]
+
+JOB_COLUMNS = ["job_id", "kind", "status", "params", "submitted_by", "created_at", "started_at", "finished_at",
+               "attempts", "exit_code", "result", "error", "report_dir"]
+LOCK_WAIT_S = 10.0
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@contextmanager
+def service_db(path: str | None, *, read_only: bool = False, ddl: bool = True) -> Iterator[Any]:
+    """A short connection; waits up to LOCK_WAIT_S for another process to let go of the file.
+
+    `ddl=False` skips creating the tables (and the schema stamp `gate.store.db.connect` writes): the service's
+    reads, which run on every request and find the tables already made at start-up. Read-only on a file that does
+    not exist yet yields None: nothing has been recorded."""
+    from pathlib import Path
+
+    from gate.store.db import db_path
+
+    target = db_path(path)
+    if (read_only or not ddl) and not Path(target).exists():
+        yield None
+        return
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            if ddl:
+                cm = connect(path, read_only=read_only)
+                con = cm.__enter__()
+            else:
+                import duckdb
+
+                cm, con = None, duckdb.connect(target, read_only=read_only)
+            break
+        except GateError as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                raise GateError(f"{exc} (a running `gate serve` holds the file: stop it for this command; its "
+                                "jobs survive the restart)" if "lock" in str(exc).lower() else str(exc)) from None
+            time.sleep(0.02)
+        except Exception as exc:  # duckdb errors of the plain connection
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                raise GateError(f"cannot open the gate database ({str(exc).splitlines()[0]})", file=target) from None
+            time.sleep(0.02)
+    if cm is None:
+        try:
+            yield con
+        finally:
+            con.close()
+        return
+    try:
+        if not read_only:
+            for stmt in DDL:
+                con.execute(stmt).fetchall()
+        yield con
+    except BaseException as exc:
+        if not cm.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        cm.__exit__(None, None, None)
+
+
+def _job_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    job = dict(zip(JOB_COLUMNS, row, strict=True))
+    for key in ("params", "result"):
+        job[key] = json.loads(job[key]) if job[key] else None
+    for key in ("created_at", "started_at", "finished_at"):
+        job[key] = job[key].isoformat() if job[key] else None
+    return job
+
+
+def insert_job(path: str | None, job_id: str, kind: str, params: dict[str, Any], submitted_by: str,
+               report_dir: str, created_at: datetime | None = None) -> None:
+    """Idempotent: a job already in the table (ingested before a crash) is left as it is."""
+    with service_db(path) as con:
+        con.execute("INSERT OR IGNORE INTO jobs (job_id, kind, status, params, submitted_by, created_at, attempts, "
+                    "report_dir) VALUES (?, ?, 'queued', ?, ?, ?, 0, ?)",
+                    [job_id, kind, json.dumps(params), submitted_by, created_at or now(), report_dir]).fetchall()
+
+
+def has_table(con: Any, name: str) -> bool:
+    return con is not None and bool(con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchall()[0][0])
+
+
+def get_job(path: str | None, job_id: str) -> dict[str, Any] | None:
+    with service_db(path, ddl=False) as con:
+        if not has_table(con, "jobs"):
+            return None
+        rows = con.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?", [job_id]).fetchall()
+    return _job_dict(rows[0]) if rows else None
+
+
+def list_jobs(path: str | None, *, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    where, args = ("WHERE status = ?", [status]) if status else ("", [])
+    with service_db(path, ddl=False) as con:
+        if not has_table(con, "jobs"):
+            return []
+        rows = con.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs {where} ORDER BY created_at DESC LIMIT ?",
+                           [*args, limit]).fetchall()
+    return [_job_dict(r) for r in rows]
+
+
+def claim_next_job(path: str | None) -> dict[str, Any] | None:
+    """Moves the oldest queued job to `running` (attempts + 1) and returns it; None when the queue is empty."""
+    with service_db(path) as con:
+        con.execute("BEGIN TRANSACTION").fetchall()
+        rows = con.execute("SELECT job_id FROM jobs WHERE status = 'queued' ORDER BY created_at LIMIT 1").fetchall()
+        if not rows:
+            con.execute("COMMIT").fetchall()
+            return None
+        con.execute("UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1 WHERE job_id = ?",
+                    [now(), rows[0][0]]).fetchall()
+        con.execute("COMMIT").fetchall()
+        got = con.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?", [rows[0][0]]).fetchall()
+    return _job_dict(got[0])
+
+
+def finish_job(path: str | None, job_id: str, *, status: str, exit_code: int | None, result: dict[str, Any] | None,
+               error: str | None) -> None:
+    with service_db(path) as con:
+        con.execute("UPDATE jobs SET status = ?, finished_at = ?, exit_code = ?, result = ?, error = ? "
+                    "WHERE job_id = ?",
+                    [status, now(), exit_code, json.dumps(result) if result is not None else None, error,
+                     job_id]).fetchall()
+
+
+def recover_interrupted(path: str | None, max_attempts: int) -> list[tuple[str, str]]:
+    """Jobs left `running` by a killed service: requeued while attempts remain, else failed with the reason.
+
+    Returns (job_id, new status) for each, so the service can log what it did."""
+    changed: list[tuple[str, str]] = []
+    with service_db(path) as con:
+        con.execute("BEGIN TRANSACTION").fetchall()
+        rows = con.execute("SELECT job_id, attempts FROM jobs WHERE status = 'running'").fetchall()
+        for job_id, attempts in rows:
+            if attempts < max_attempts:
+                con.execute("UPDATE jobs SET status = 'queued', error = ? WHERE job_id = ?",
+                            [f"interrupted by a service restart during attempt {attempts}; requeued",
+                             job_id]).fetchall()
+                changed.append((job_id, "queued"))
+            else:
+                con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, error = ? WHERE job_id = ?",
+                            [now(), f"interrupted by a service restart during attempt {attempts} of {max_attempts}; "
+                                    "not retried", job_id]).fetchall()
+                changed.append((job_id, "failed"))
+        con.execute("COMMIT").fetchall()
+    return changed
+
+
+def insert_token(path: str | None, *, name: str, token_id: str, role: str, salt: str, digest: str) -> None:
+    with service_db(path) as con:
+        if con.execute("SELECT 1 FROM tokens WHERE name = ?", [name]).fetchall():
+            raise GateError(f"a token named {name!r} already exists (revoke it first or pick another name)")
+        con.execute("INSERT INTO tokens VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                    [name, token_id, role, salt, digest, now()]).fetchall()
+
+
+def find_token(path: str | None, token_id: str) -> dict[str, Any] | None:
+    with service_db(path, ddl=False) as con:
+        if not has_table(con, "tokens"):
+            return None
+        rows = con.execute("SELECT name, role, salt, digest, revoked_at FROM tokens WHERE token_id = ?",
+                           [token_id]).fetchall()
+    if not rows:
+        return None
+    name, role, salt, digest, revoked_at = rows[0]
+    return {"name": name, "role": role, "salt": salt, "digest": digest, "revoked": revoked_at is not None}
+
+
+def revoke_token(path: str | None, name: str) -> bool:
+    with service_db(path) as con:
+        rows = con.execute("SELECT revoked_at FROM tokens WHERE name = ?", [name]).fetchall()
+        if not rows:
+            return False
+        if rows[0][0] is None:
+            con.execute("UPDATE tokens SET revoked_at = ? WHERE name = ?", [now(), name]).fetchall()
+    return True
+
+
+def list_tokens(path: str | None, *, read_only: bool = False) -> list[dict[str, Any]]:
+    with service_db(path, read_only=read_only) as con:
+        if not has_table(con, "tokens"):
+            return []
+        rows = con.execute("SELECT name, role, created_at, revoked_at FROM tokens ORDER BY created_at").fetchall()
+    return [{"name": n, "role": r, "created_at": c.isoformat(), "revoked_at": v.isoformat() if v else None}
+            for n, r, c, v in rows]

@@ -1,0 +1,253 @@
+"""The CI gate as users adopt it: the workflow files parse, and their own shell steps, run in order against a
+throwaway git repository (a bare origin and a clone with a clean and a faulty pull-request branch), pass the clean
+change, fail the faulty one with exit 100, and post exactly report.md as the comment to a local stand-in API."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+
+from tests.conftest import CONTRACTS, ROOT, triage_row, write_jsonl
+
+GITHUB = ROOT / "ci" / "github" / "dataset-gate.yml"
+GITLAB = ROOT / "ci" / "gitlab" / "dataset-gate.yml"
+CHECK_ARGS = "--checks exact_duplicate --no-db"  # the fastest check that a planted duplicate fails
+
+
+class _Api(BaseHTTPRequestHandler):
+    """Records every POST (path, headers, body) and answers 201 like GitHub and GitLab do."""
+
+    calls: list[dict] = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.calls.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        self.send_response(201)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"id": 1}')
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def api():
+    _Api.calls = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Api)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", _Api.calls
+    server.shutdown()
+
+
+def _git(cwd, *args):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def _rows(n, start=0):
+    return [triage_row(i, f"ticket {i} about a broken widget number {i}") for i in range(start, start + n)]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """origin.git with main; a clone with branches pr-clean (new unique rows), pr-faulty (a duplicated row) and
+    pr-docs (no data touched)."""
+    base = tmp_path_factory.mktemp("ci-repo")
+    origin, work = base / "origin.git", base / "work"
+    _git(base, "init", "-q", "--bare", "-b", "main", str(origin))
+    _git(base, "clone", "-q", str(origin), str(work))
+    _git(work, "checkout", "-q", "-b", "main")
+    data = work / "data" / "triage"
+    write_jsonl(data / "train.jsonl", _rows(20))
+    write_jsonl(data / "val.jsonl", _rows(5, 100))
+    write_jsonl(data / "test.jsonl", _rows(5, 200))
+    (work / "contracts").mkdir()
+    shutil.copy(CONTRACTS / "triage.yaml", work / "contracts" / "triage.yaml")
+    shutil.copytree(ROOT / "ci", work / "ci")
+    (work / "README.md").write_text("datasets\n")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "datasets")
+    _git(work, "push", "-q", "origin", "main")
+
+    _git(work, "checkout", "-q", "-b", "pr-clean", "main")
+    write_jsonl(data / "train.jsonl", _rows(25))
+    _git(work, "commit", "-q", "-am", "five more tickets")
+
+    _git(work, "checkout", "-q", "-b", "pr-faulty", "main")
+    rows = _rows(20)
+    rows.append({**rows[3], "id": "tri-000999"})  # the same ticket again under a new id
+    write_jsonl(data / "train.jsonl", rows)
+    _git(work, "commit", "-q", "-am", "one more ticket")
+
+    _git(work, "checkout", "-q", "-b", "pr-docs", "main")
+    (work / "README.md").write_text("datasets, documented\n")
+    _git(work, "commit", "-q", "-am", "docs")
+    return work
+
+
+_EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
+
+
+def _expand(value, context):
+    """GitHub's ${{ }} expressions, from the values a pull_request event would give; an unknown one fails the test."""
+    def sub(m):
+        assert m.group(1) in context, f"the workflow uses ${{{{ {m.group(1)} }}}}, which this test does not model"
+        return context[m.group(1)]
+    return _EXPR.sub(sub, str(value))
+
+
+def _base_env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GATE_", "CI_"))}
+    env.update({"GATE_BIN": f"{sys.executable} -m gate", "GATE_ARGS": CHECK_ARGS, "CI": "true",
+                "GIT_CONFIG_GLOBAL": "/dev/null"})
+    return env
+
+
+def run_github_workflow(repo, branch, api_url, tmp_path):
+    """Runs every `run:` step of the job in order (checkout, setup-python, install and artifact upload are the
+    runner's business), each in its own bash as Actions does; returns the last step's exit code."""
+    wf = yaml.safe_load(GITHUB.read_text())
+    _git(repo, "checkout", "-q", branch)
+    for leftover in ("gate-report", "gate-exit-code"):
+        shutil.rmtree(repo / leftover, ignore_errors=True) if leftover == "gate-report" \
+            else (repo / leftover).unlink(missing_ok=True)
+    context = {"github.base_ref": "main", "secrets.GITHUB_TOKEN": "ghs-test-token",
+               "github.event.pull_request.number": "7"}
+    summary, output = tmp_path / f"summary-{branch}.md", tmp_path / f"output-{branch}"
+    env = _base_env(tmp_path)
+    env.update({"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/datasets", "GITHUB_API_URL": api_url,
+                "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output), "GITHUB_BASE_REF": "main"})
+    env.update({k: _expand(v, context) for k, v in wf["env"].items()})
+    env["GATE_CONTRACT"] = "contracts/triage.yaml"
+    rc = None
+    for step in wf["jobs"]["gate"]["steps"]:
+        if "uses" in step or step.get("name") == "Install gate":
+            continue
+        step_env = {**env, **{k: _expand(v, context) for k, v in (step.get("env") or {}).items()}}
+        res = subprocess.run(["bash", "-e", "-c", _expand(step["run"], context)], cwd=repo, env=step_env,
+                             capture_output=True, text=True, timeout=300)
+        rc = res.returncode
+        if rc != 0 and step.get("if") != "always()" and step is not wf["jobs"]["gate"]["steps"][-1]:
+            raise AssertionError(f"step {step.get('name')} failed: {res.stderr}")
+    return rc, summary, output
+
+
+def test_workflow_files_parse_with_the_expected_structure():
+    gh = yaml.safe_load(GITHUB.read_text())
+    # YAML 1.1 reads the key `on` as True
+    assert "pull_request" in gh[True]
+    assert gh["permissions"]["pull-requests"] == "write"
+    steps = gh["jobs"]["gate"]["steps"]
+    checkout = steps[0]
+    assert checkout["uses"].startswith("actions/checkout@") and checkout["with"]["fetch-depth"] == 0
+    runs = [s.get("run", "") for s in steps]
+    assert any("gate-check.sh" in r for r in runs)
+    assert "--changed-since" in (ROOT / "ci/scripts/gate-check.sh").read_text()
+    gate_step = next(s for s in steps if "gate-check.sh" in s.get("run", ""))
+    assert gate_step["env"]["GATE_BASE_REF"] == "origin/${{ github.base_ref }}"
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "gate-report/"
+    comment = next(s for s in steps if "github-comment.sh" in s.get("run", ""))
+    assert comment["if"] == "always()"
+    assert "gate-verdict.sh" in steps[-1]["run"]
+
+    gl = yaml.safe_load(GITLAB.read_text())
+    job = gl["dataset-gate"]
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    assert job["variables"]["GIT_DEPTH"] == "0"
+    assert job["artifacts"]["reports"]["junit"] == "gate-report/junit.xml" and job["artifacts"]["when"] == "always"
+    assert [re.search(r"ci/scripts/(\S+\.sh)", s).group(1) for s in job["script"] if "ci/scripts" in s] == [
+        "gate-check.sh", "gitlab-note.sh", "gate-verdict.sh"]
+
+
+def test_github_clean_pr_passes_and_comments_the_report(repo, api, tmp_path):
+    url, calls = api
+    calls.clear()
+    rc, summary, output = run_github_workflow(repo, "pr-clean", url, tmp_path)
+    assert rc == 0
+    report = (repo / "gate-report" / "report.md").read_text()
+    assert report.startswith("## gate check: ✅ PASS")
+    assert "exit_code=0" in output.read_text()
+    assert report in summary.read_text()
+    [call] = calls
+    assert call["path"] == "/repos/acme/datasets/issues/7/comments"
+    assert call["headers"]["Authorization"] == "Bearer ghs-test-token"
+    assert json.loads(call["body"]) == {"body": report}
+    import xml.etree.ElementTree as ET
+
+    assert ET.parse(repo / "gate-report" / "junit.xml").getroot().tag in ("testsuites", "testsuite")
+
+
+def test_github_faulty_pr_fails_with_100_and_the_comment_is_the_report(repo, api, tmp_path):
+    url, calls = api
+    calls.clear()
+    rc, summary, output = run_github_workflow(repo, "pr-faulty", url, tmp_path)
+    assert rc == 100
+    report = (repo / "gate-report" / "report.md").read_text()
+    assert report.startswith("## gate check: ❌ FAIL") and "exact_duplicate" in report
+    assert "exit_code=100" in output.read_text()
+    [call] = calls
+    assert json.loads(call["body"])["body"] == report
+    junit = (repo / "gate-report" / "junit.xml").read_text()
+    assert "<failure" in junit
+
+
+def test_github_pr_without_data_changes_passes_and_says_so(repo, api, tmp_path):
+    url, calls = api
+    calls.clear()
+    rc, _, _ = run_github_workflow(repo, "pr-docs", url, tmp_path)
+    assert rc == 0
+    report = (repo / "gate-report" / "report.md").read_text()
+    assert "No dataset files under `data/triage` changed since `origin/main`" in report
+    assert json.loads(calls[0]["body"])["body"] == report
+
+
+def test_gitlab_faulty_mr_fails_with_100_and_notes_the_report(repo, api, tmp_path):
+    url, calls = api
+    calls.clear()
+    job = yaml.safe_load(GITLAB.read_text())["dataset-gate"]
+    _git(repo, "checkout", "-q", "pr-faulty")
+    shutil.rmtree(repo / "gate-report", ignore_errors=True)
+    env = _base_env(tmp_path)
+    env.update({k: str(v) for k, v in job["variables"].items()})
+    env.update({"GITLAB_CI": "true", "CI_PIPELINE_SOURCE": "merge_request_event", "CI_API_V4_URL": f"{url}/api/v4",
+                "CI_PROJECT_ID": "42", "CI_MERGE_REQUEST_IID": "3", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
+                "GATE_GITLAB_TOKEN": "glpat-test"})
+    lines = [s for s in job["before_script"] if "pip install" not in s] + job["script"]
+    res = subprocess.run(["bash", "-e", "-c", "\n".join(lines)], cwd=repo, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 100, res.stderr
+    report = (repo / "gate-report" / "report.md").read_text()
+    assert report.startswith("## gate check: ❌ FAIL")
+    [call] = calls
+    assert call["path"] == "/api/v4/projects/42/merge_requests/3/notes"
+    assert call["headers"]["PRIVATE-TOKEN"] == "glpat-test"
+    assert urllib.parse.parse_qs(call["body"].decode())["body"] == [report]
+
+
+def test_gate_that_cannot_run_fails_the_job_and_says_why(repo, api, tmp_path):
+    url, calls = api
+    calls.clear()
+    _git(repo, "checkout", "-q", "pr-clean")
+    env = _base_env(tmp_path)
+    env.update({"GATE_DATASET": "data/triage", "GATE_CONTRACT": "contracts/missing.yaml",
+                "GATE_BASE_REF": "origin/main", "GATE_REPORT_DIR": str(tmp_path / "rep"),
+                "GATE_EXIT_FILE": str(tmp_path / "rc")})
+    res = subprocess.run(["bash", "ci/scripts/gate-check.sh"], cwd=repo, env=env, capture_output=True, text=True)
+    assert res.returncode == 0  # the comment step still runs
+    assert (tmp_path / "rc").read_text().strip() == "1"
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert md.startswith("## gate check: ⚠️ could not run (exit 1)") and "missing.yaml" in md
+    res = subprocess.run(["bash", "ci/scripts/gate-verdict.sh"], cwd=repo, env=env, capture_output=True, text=True)
+    assert res.returncode == 1
