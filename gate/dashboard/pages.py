@@ -1,0 +1,162 @@
+"""The dashboard's pages as HTML strings: queries -> charts -> jinja2 templates.
+
+Why pages render to plain strings with no web framework in sight: the live dashboard (gate/dashboard/routes.py)
+and the static release report (gate/dashboard/static.py) are the same pages, so neither may depend on a request.
+Everything quoted from a dataset goes through the report redactor once more on the way out: the checks store
+redacted snippets already, but the page must not become the leak if one ever did not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+
+from gate.dashboard import charts, queries
+from gate.errors import GateError
+
+PIN_FIELDS = ["base_model", "base_revision", "adapter", "adapter_sha256", "tokenizer_sha256", "chat_template_sha256",
+              "engine", "engine_version", "engine_flags", "system_prompt_sha256", "tool_schema_sha256", "scorecard",
+              "scorecard_version", "scorecard_sha256", "suite_hashes", "dataset_fingerprints", "training_run",
+              "created_by", "notes"]
+
+
+@lru_cache(maxsize=1)
+def _env() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("gate.dashboard", "templates"),
+                              autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+
+
+@contextmanager
+def _record(db: str) -> Iterator[Any]:
+    """A read-only connection whose errors name the database file."""
+    try:
+        with queries.read_only(db) as con:
+            yield con
+    except GateError as exc:
+        if exc.file is None:
+            exc.file = db
+        raise
+
+
+def _render(template: str, **ctx: Any) -> str:
+    ctx.setdefault("base", "")
+    ctx.setdefault("plotly_src", "/static/plotly.min.js")
+    ctx.setdefault("links", True)
+    return _env().get_template(template).render(**ctx)
+
+
+def _show(v: Any) -> str:
+    import json
+
+    if v is None:
+        return "–"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True)
+    return str(v)
+
+
+def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, limit: int = 200,
+         per_scorecard: int = 200, **ctx: Any) -> str:
+    """Releases over time (one chart per scorecard), the newest releases, filters and the diff form."""
+    with _record(db) as con:
+        series = queries.release_series(con, per_scorecard=per_scorecard, scorecard=scorecard)
+        rows = queries.release_list(con, scorecard=scorecard, verdict=verdict, limit=limit)
+        facets = queries.facets(con)
+        current = queries.current_release(con)
+    return _render("home.html", title="Releases", charts=charts.release_history(series), releases=rows,
+                   facets=facets, sel_scorecard=scorecard or "", sel_verdict=verdict or "", current=current, **ctx)
+
+
+def _release_context(con: Any, release_id: str, *, history_upto: bool = False) -> dict[str, Any]:
+    rel = queries.release(con, release_id)
+    # a report is frozen at its release: later releases are not part of its story
+    series = queries.release_series(con, per_scorecard=200, scorecard=rel["scorecard"],
+                                    upto=rel["created_at"] if history_upto else None)
+    hist = charts.release_history(series).get(rel["scorecard"])
+    return {"rel": rel, "pins": [(k, _show(rel.get(k))) for k in PIN_FIELDS], "history_chart": hist,
+            "category_chart": charts.category_breakdown(rel["comparisons"])}
+
+
+def release(db: str, release_id: str, **ctx: Any) -> str:
+    """One release: gate verdicts, per-category breakdown, data checks behind it, pinned artifacts."""
+    with _record(db) as con:
+        if con is None:
+            raise GateError(f"no release '{release_id}' in the record", file=db)
+        page = _release_context(con, release_id)
+    return _render("release.html", title=f"Release {release_id}", **page, **ctx)
+
+
+def report(db: str, release_id: str, **ctx: Any) -> str:
+    """The release page frozen for a static report (no links into a live dashboard)."""
+    with _record(db) as con:
+        if con is None:
+            raise GateError(f"no release '{release_id}' in the record", file=db)
+        page = _release_context(con, release_id, history_upto=True)
+    ctx.setdefault("links", False)
+    return _render("release.html", title=f"Release {release_id}", subtitle="static release report", **page, **ctx)
+
+
+def _diff_metrics(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows for the metrics both releases compared (category 'all'), aligned by suite, scorer and key."""
+    def index(rel: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {f"{c['suite']} · {c['scorer']}.{c['key']}": c for c in rel["comparisons"] if c["category"] == "all"}
+
+    ia, ib = index(a), index(b)
+    out = []
+    for name in sorted(ia.keys() | ib.keys()):
+        ca, cb = ia.get(name, {}), ib.get(name, {})
+        row: dict[str, Any] = {"metric": name}
+        for side, c in (("a", ca), ("b", cb)):
+            for k in ("candidate", "delta", "ci_low", "ci_high"):
+                row[f"{side}_{k}"] = c.get(k)
+        row["change"] = (cb["candidate"] - ca["candidate"]) if ca.get("candidate") is not None and \
+            cb.get("candidate") is not None else None
+        out.append(row)
+    return out
+
+
+def _diff_gates(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    ga, gb = {g["gate"]: g for g in a["gates"]}, {g["gate"]: g for g in b["gates"]}
+    names = list(ga) + [n for n in gb if n not in ga]
+    return [{"gate": n, "a_observed": ga.get(n, {}).get("observed"), "a_verdict": ga.get(n, {}).get("verdict"),
+             "b_observed": gb.get(n, {}).get("observed"), "b_verdict": gb.get(n, {}).get("verdict")} for n in names]
+
+
+def diff(db: str, a_id: str, b_id: str, **ctx: Any) -> str:
+    """Two releases side by side: what each pinned, how each metric moved, how each gate went."""
+    with _record(db) as con:
+        if con is None:
+            raise GateError(f"no release '{a_id}' in the record", file=db)
+        a, b = queries.release(con, a_id), queries.release(con, b_id)
+    pins = [(k, _show(a.get(k)), _show(b.get(k))) for k in ["verdict", "created_at", *PIN_FIELDS]]
+    metrics = _diff_metrics(a, b)
+    return _render("diff.html", title=f"{a_id} vs {b_id}", a=a, b=b, pins=pins, metrics=metrics,
+                   gates=_diff_gates(a, b), diff_chart=charts.release_diff(a_id, b_id, metrics), **ctx)
+
+
+def checks(db: str, **ctx: Any) -> str:
+    with _record(db) as con:
+        runs = queries.check_runs(con)
+    return _render("checks.html", title="Dataset checks", runs=runs, **ctx)
+
+
+def check_run(db: str, run_id: str, *, check: str | None = None, **ctx: Any) -> str:
+    """One dataset check and its findings, every quoted value masked again on the way out."""
+    from gate.report.redact import mask
+
+    with _record(db) as con:
+        if con is None:
+            raise GateError(f"no check run '{run_id}' in the record", file=db)
+        run = queries.check_run(con, run_id, check=check)
+    for f in run["findings"]:
+        f["snippet"] = mask(f["snippet"]) if f.get("snippet") else f.get("snippet")
+        f["message"] = mask(f["message"]) if f.get("message") else f.get("message")
+    for r in run["results"]:
+        r["summary"] = mask(r["summary"]) if r.get("summary") else r.get("summary")
+    severities = sorted({f["severity"] for f in run["findings"] if f.get("severity")})
+    return _render("check_run.html", title=f"Check {run_id}", run=run, check=check or "", severities=severities,
+                   **ctx)

@@ -1,0 +1,211 @@
+"""The release dashboard end to end: a real uvicorn process over a seeded DuckDB, driven by headless Chromium.
+
+Why a real browser: the charts are drawn by plotly.js in the page, and the filters are client-side; only a browser
+proves that the bundled plotly.js loads (no CDN), the figures render with their points, and the filter hides what
+it should. Screenshots go to .cache/artifacts/ (gitignored) for a human to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.dashboard_seed import PLANTED, seed_small
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / ".cache" / "artifacts"
+CHROMIUM = os.environ.get("GATE_CHROMIUM", "/usr/bin/chromium")
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import httpx
+
+    db = str(tmp_path_factory.mktemp("dash") / "gate.duckdb")
+    info = seed_small(db)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "gate", "dashboard", "--db", db, "--host", "127.0.0.1",
+                             "--port", str(port)],
+                            cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                if httpx.get(url + "/static/plotly.min.js", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read() if proc.stdout else ""
+                pytest.fail(f"dashboard server did not start: {out[-2000:]}")
+            time.sleep(0.2)
+        yield {"url": url, "db": db, **info}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install 'gate[browser]'")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = ctx.new_page()
+    pg.requests_seen = []
+    pg.errors_seen = []
+    pg.on("request", lambda r: pg.requests_seen.append(r.url))
+    pg.on("pageerror", lambda e: pg.errors_seen.append(str(e)))
+    yield pg
+    ctx.close()
+
+
+def _only_local(page, server) -> None:
+    own = urlparse(server["url"]).netloc
+    foreign = [u for u in page.requests_seen if urlparse(u).netloc != own]
+    assert not foreign, f"the page reached outside the dashboard: {foreign}"
+    assert not page.errors_seen, page.errors_seen
+
+
+def _no_planted_pii(page) -> None:
+    html = page.content()
+    for value in PLANTED.values():
+        assert value not in html
+
+
+def test_home_charts_render_and_filter_works(page, server):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.goto(server["url"] + "/")
+    page.wait_for_selector(".chart-card .main-svg", timeout=30_000)
+    cards = page.locator(".chart-card[data-scorecard]")
+    assert cards.count() == 2
+    # every chart drew one marker per release for each of its gates (6 releases x 3 gates)
+    for i in range(cards.count()):
+        points = cards.nth(i).locator(".scatterlayer .trace .points path")
+        assert points.count() == 6 * 3
+        assert cards.nth(i).locator(".scatterlayer .trace").count() == 3
+    # error bars (the confidence intervals) are drawn
+    assert page.locator(".chart-card .errorbars .errorbar").count() > 0
+    assert any(u.endswith("/static/plotly.min.js") for u in page.requests_seen)
+    rows = page.locator("#releases tbody tr")
+    assert rows.count() == 12
+    page.screenshot(path=str(ARTIFACTS / "dashboard-home.png"), full_page=True)
+
+    page.select_option("#f-scorecard", "tool-use")
+    visible = page.locator("#releases tbody tr:visible")
+    assert visible.count() == 6
+    assert set(visible.evaluate_all("rows => rows.map(r => r.dataset.scorecard)")) == {"tool-use"}
+    assert page.locator('.chart-card[data-scorecard="triage"]').is_hidden()
+    assert page.locator('.chart-card[data-scorecard="tool-use"]').is_visible()
+    assert "scorecard=tool-use" in page.url
+
+    verdicts = set(page.locator("#releases tbody tr").evaluate_all("rows => rows.map(r => r.dataset.verdict)"))
+    assert verdicts == {"PROMOTE", "BLOCK"}, "the seed must hold both verdicts for the filter to mean something"
+    page.select_option("#f-verdict", "BLOCK")
+    blocked = page.locator("#releases tbody tr:visible")
+    got = blocked.evaluate_all("rows => rows.map(r => [r.dataset.scorecard, r.dataset.verdict])")
+    assert got and all(v == ["tool-use", "BLOCK"] for v in got)
+    assert page.locator("#f-count").inner_text() == f"{len(got)} release(s) shown"
+    page.screenshot(path=str(ARTIFACTS / "dashboard-home-filtered.png"), full_page=True)
+    _only_local(page, server)
+    _no_planted_pii(page)
+
+
+def test_server_side_filter_from_the_url(page, server):
+    page.goto(server["url"] + "/?verdict=PROMOTE")
+    page.wait_for_selector(".chart-card .main-svg", timeout=30_000)
+    got = page.locator("#releases tbody tr").evaluate_all("rows => rows.map(r => r.dataset.verdict)")
+    assert got and set(got) == {"PROMOTE"}
+    # widening the filter fetches the full list again
+    page.select_option("#f-verdict", "")
+    page.wait_for_function("document.querySelectorAll('#releases tbody tr').length === 12")
+    _only_local(page, server)
+
+
+def test_release_page_gates_categories_and_data_checks(page, server):
+    rid = server["current"]
+    page.goto(server["url"] + f"/releases/{rid}")
+    page.wait_for_selector("#categories .main-svg", timeout=30_000)
+    assert page.locator("#gates tbody tr").count() == 3
+    # per-category bars: 2 metrics x (all + 4 categories)
+    assert page.locator("#categories .barlayer .point").count() == 10
+    assert page.locator("#history .scatterlayer .trace .points path").count() > 0
+    assert "current" in page.locator("h1").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "dashboard-release.png"), full_page=True)
+    link = page.locator("#data-checks a")
+    assert link.inner_text() == server["check_run"]
+    link.click()
+    page.wait_for_selector("#findings")
+    assert page.locator("#findings tbody tr").count() == 5
+    snippets = page.locator("#findings tbody td code").all_inner_texts()
+    assert any("o***@e***.net" in s for s in snippets)
+    _no_planted_pii(page)
+    page.select_option("#f-severity", "warning")
+    assert page.locator("#findings tbody tr:visible").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "dashboard-findings.png"), full_page=True)
+    _only_local(page, server)
+
+
+def test_diff_page_side_by_side(page, server):
+    a, b = server["releases"][0], server["releases"][5]
+    page.goto(server["url"] + f"/diff?a={a}&b={b}")
+    page.wait_for_selector("#diff .main-svg", timeout=30_000)
+    assert page.locator("#diff .barlayer .point").count() == 4  # 2 metrics x 2 releases
+    changed = page.locator("#diff-pins td.changed")
+    assert changed.count() >= 2  # at least the adapter hash differs
+    assert page.locator("#diff-gates tbody tr").count() == 3
+    page.screenshot(path=str(ARTIFACTS / "dashboard-diff.png"), full_page=True)
+    _only_local(page, server)
+
+
+def test_checks_list_and_unknown_release(page, server):
+    page.goto(server["url"] + "/checks")
+    assert page.locator("#check-runs tbody tr").count() == 1
+    resp = page.goto(server["url"] + "/releases/no-such-release")
+    assert resp.status == 404
+    assert "no release 'no-such-release'" in page.content()
+    _no_planted_pii(page)
+
+
+def test_static_report_draws_offline_from_its_own_folder(page, server, tmp_path):
+    """The report opened from disk (file://) draws its charts with the plotly.min.js next to it, nothing else."""
+    from gate.dashboard.static import write_release_report
+
+    out = tmp_path / "report"
+    index = write_release_report(server["db"], server["current"], out)
+    page.goto(index.as_uri())
+    page.wait_for_selector("#categories .main-svg", timeout=30_000)
+    assert page.locator("#history .scatterlayer .trace .points path").count() > 0
+    assert page.locator("#categories .barlayer .point").count() == 10
+    assert all(u.startswith("file://") for u in page.requests_seen), page.requests_seen
+    assert not page.errors_seen, page.errors_seen
+    page.screenshot(path=str(ARTIFACTS / "release-report.png"), full_page=True)
+    _no_planted_pii(page)

@@ -1,0 +1,223 @@
+"""Dashboard pages through the FastAPI router (in-process ASGI client) over a record written by the real writers."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+
+from tests.dashboard_seed import PLANTED, ROOT, T0, release_rows, seed_check_run, seed_small
+
+fastapi = pytest.importorskip("fastapi")
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("dashpages") / "gate.duckdb")
+    return {"db": db, **seed_small(db)}
+
+
+@pytest.fixture
+def client(seeded):
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.app import create_dashboard_app
+
+    return TestClient(create_dashboard_app(seeded["db"]))
+
+
+def _rows(html: str, table: str) -> list[str]:
+    body = html.split(f'id="{table}"', 1)[1].split("</table>", 1)[0]
+    return re.findall(r"<tr[ >].*?</tr>", body.split("<tbody>", 1)[1], flags=re.S)
+
+
+def test_home_lists_releases_and_one_chart_per_scorecard(client, seeded):
+    r = client.get("/")
+    assert r.status_code == 200
+    html = r.text
+    assert len(_rows(html, "releases")) == 12
+    assert html.count('class="fig-data"') == 2
+    assert 'data-scorecard="triage"' in html and 'data-scorecard="tool-use"' in html
+    # the gated metrics with their intervals are in the figure JSON the browser draws
+    assert '"error_y"' in html and "task-success-improves" in html
+    assert f"current: <a href=\"/releases/{seeded['current']}\"" in html
+    # plotly.js from this server, never a CDN
+    assert re.findall(r'<script src="([^"]+)"', html) == ["/static/plotly.min.js"]
+
+
+def test_server_side_filters(client):
+    only = client.get("/", params={"scorecard": "triage"}).text
+    rows = _rows(only, "releases")
+    assert len(rows) == 6 and all('data-scorecard="triage"' in r for r in rows)
+    assert only.count('class="fig-data"') == 1
+    blocked = _rows(client.get("/", params={"verdict": "BLOCK"}).text, "releases")
+    promoted = _rows(client.get("/", params={"verdict": "PROMOTE"}).text, "releases")
+    assert blocked and promoted and len(blocked) + len(promoted) == 12
+    assert all('data-verdict="BLOCK"' in r for r in blocked)
+
+
+def test_release_page_has_gates_breakdown_checks_and_pins(client, seeded):
+    html = client.get(f"/releases/{seeded['current']}").text
+    assert len(_rows(html, "gates")) == 3
+    assert len(_rows(html, "comparisons")) == 2 * 5  # 2 metrics x (all + 4 categories)
+    checks = _rows(html, "data-checks")
+    assert len(checks) == 1 and f"/checks/{seeded['check_run']}" in checks[0] and "v-fail" in checks[0]
+    assert "adapter_sha256" in html and ">current<" in html
+
+
+def test_diff_aligns_metrics_and_marks_changed_pins(client, seeded):
+    a, b = seeded["releases"][0], seeded["releases"][3]
+    html = client.get("/diff", params={"a": a, "b": b}).text
+    metrics = _rows(html, "diff-metrics")
+    assert len(metrics) == 2
+    assert 'class="changed"' in html
+    assert len(_rows(html, "diff-gates")) == 3
+
+
+def test_unknown_ids_are_404_with_one_line(client):
+    r = client.get("/releases/nope")
+    assert r.status_code == 404 and "no release &#x27;nope&#x27; in the record" in r.text
+    assert client.get("/checks/nope").status_code == 404
+    assert client.get("/diff", params={"a": "nope", "b": "nope"}).status_code == 404
+
+
+def test_findings_show_redacted_snippets_only(client, seeded, tmp_path):
+    pages = [client.get(p).text for p in ("/", "/checks", f"/checks/{seeded['check_run']}",
+                                          f"/releases/{seeded['current']}")]
+    for html in pages:
+        for value in PLANTED.values():
+            assert value not in html
+    findings = _rows(pages[2], "findings")
+    assert len(findings) == 5
+    assert any("o***@e***.net" in f for f in findings)
+    only_pii = _rows(client.get(f"/checks/{seeded['check_run']}", params={"check": "pii"}).text, "findings")
+    assert len(only_pii) == 4
+
+
+def test_a_raw_value_in_the_record_is_masked_on_the_way_out(tmp_path):
+    """Defence in depth: a check that wrongly stored a raw e-mail in its message still does not leak it."""
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.app import create_dashboard_app
+    from gate.store.db import connect
+
+    db = str(tmp_path / "g.duckdb")
+    run = seed_check_run(db)
+    with connect(db) as con:
+        con.execute("UPDATE findings SET message = 'customer wrote from jane.roe@example.org' "
+                    "WHERE run_id = ? AND \"check\" = 'contract'", [run]).fetchall()
+    html = TestClient(create_dashboard_app(db)).get(f"/checks/{run}").text
+    assert "jane.roe@example.org" not in html
+    assert "customer wrote from" in html
+
+
+def test_pages_follow_the_record_and_cache_between_writes(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.app import create_dashboard_app
+    from gate.dashboard.routes import CACHE
+    from gate.store.releases import record_decision, record_release
+
+    db = str(tmp_path / "g.duckdb")
+    client = TestClient(create_dashboard_app(db))
+    empty = client.get("/")
+    assert empty.status_code == 200 and "No releases in the record yet" in empty.text
+    assert client.get("/checks").status_code == 200
+
+    import random
+
+    rng = random.Random(1)
+    d, g, c, rel = release_rows("triage", 3, rng=rng)
+    record_decision(d, g, c, db)
+    record_release(rel, db)
+    first = client.get("/").text
+    assert rel["release_id"] in first
+    hits = CACHE.hits
+    assert client.get("/").text == first
+    assert CACHE.hits == hits + 1
+
+    d2, g2, c2, rel2 = release_rows("triage", 4, rng=rng)
+    rel2["created_at"] = d2["created_at"] = T0 + timedelta(days=400)
+    record_decision(d2, g2, c2, db)
+    record_release(rel2, db)
+    after = client.get("/").text
+    assert rel2["release_id"] in after and after != first
+
+
+def test_pages_go_out_compressed_with_a_validator(client):
+    r = client.get("/", headers={"Accept-Encoding": "gzip"})
+    assert r.headers["content-encoding"] == "gzip" and int(r.headers["content-length"]) < len(r.content) / 3
+    etag = r.headers["etag"]
+    again = client.get("/", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    plain = client.get("/", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers and plain.text == r.text
+
+
+def test_plotly_js_is_the_bundled_file(client):
+    from gate.dashboard.charts import plotly_js_path
+
+    r = client.get("/static/plotly.min.js")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/javascript")
+    assert r.content == plotly_js_path().read_bytes()
+
+
+def test_router_mounts_under_a_prefix(seeded):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.routes import router
+
+    app = FastAPI()
+    app.state.gate_db = seeded["db"]
+    app.include_router(router, prefix="/dashboard")
+    html = TestClient(app).get("/dashboard/").text
+    assert '<script src="/dashboard/static/plotly.min.js">' in html
+    assert f'href="/dashboard/releases/{seeded["current"]}"' in html
+
+
+def test_importing_the_cli_loads_no_dashboard_dependency():
+    heavy = ("fastapi", "uvicorn", "plotly", "jinja2", "duckdb", "starlette")
+    code = f"import sys; import gate.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def _hold_write_lock(db: str, seconds: float) -> subprocess.Popen:
+    code = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+            "time.sleep(float(sys.argv[2])); c.close()")
+    proc = subprocess.Popen([sys.executable, "-c", code, db, str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_page_waits_out_a_short_write_and_names_the_file_after_a_long_one(seeded, monkeypatch):
+    """Another process writing (gate check, the service's worker) holds DuckDB's file lock: the dashboard retries
+    briefly, then answers one line naming the database, never a traceback."""
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard import queries
+    from gate.dashboard.app import create_dashboard_app
+    from gate.dashboard.routes import CACHE
+
+    client = TestClient(create_dashboard_app(seeded["db"]))
+    CACHE.clear()
+    writer = _hold_write_lock(seeded["db"], 0.4)
+    try:
+        assert client.get("/checks").status_code == 200
+    finally:
+        writer.wait(10)
+    CACHE.clear()
+    monkeypatch.setattr(queries, "LOCK_RETRIES", 2)
+    writer = _hold_write_lock(seeded["db"], 5)
+    try:
+        r = client.get("/checks")
+    finally:
+        writer.kill()
+        writer.wait(10)
+    assert r.status_code == 500
+    assert f"{seeded['db']}: cannot open the gate database" in r.text and "Traceback" not in r.text
