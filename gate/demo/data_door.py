@@ -1,19 +1,19 @@
-"""`gate demo`: the main job end to end on embedded defaults, with the repository's fixtures.
+"""The data door of `gate demo`: every fixture dataset checked against its contract.
 
-At this stage the loop is the data door: every fixture dataset is checked against its contract, and the
-demo verifies the gate says what it should (clean sets pass, faulty sets fail) before printing the verdicts.
+The demo verifies the gate says what it should (clean sets pass, faulty sets fail, every planted fault found)
+before the release loop trains on any of it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
 from gate.contract.model import TokenizerRef
 from gate.errors import ExitCode, GateError
-from gate.report.console import make_console
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,14 +39,15 @@ def _planted_found(run: object, faults_file: Path) -> str:
     return f"{len(planted & got)}/{len(planted)}" + (f", {extra} extra" if extra else "")
 
 
-def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
+def run_data_door(out_dir: str, db: str | None, console: Any) -> tuple[int, dict[str, str]]:
+    """Checks every fixture dataset; returns the exit code and the `gate check` run id of each."""
     from gate.commands.check import exit_code_for
     from gate.contract import load_contract
     from gate.data.runner import run_checks
     from gate.report.check_report import write_reports
     from gate.store.db import record_check_run
 
-    console = make_console()
+    runs: dict[str, str] = {}
     table = Table(title="gate demo: the data door on the fixture datasets", title_justify="left")
     for col in ("dataset", "rows", "verdict", "expected", "failed checks", "findings", "planted found", "report"):
         table.add_column(col, no_wrap=True)
@@ -64,6 +65,7 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
         report = Path(out_dir) / name
         write_reports(run, report)
         record_check_run(run, int(code), db)
+        runs[name] = run.run_id
         ok = run.verdict == expected
         surprises += not ok
         ran = [r for r in run.results if r.status != "skipped"]
@@ -76,7 +78,7 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None) -> int:
     console.print(table)
     if surprises:
         console.print(f"[bold red]{surprises} dataset(s) did not get the expected verdict[/]")
-        return int(ExitCode.ERROR)
+        return int(ExitCode.ERROR), runs
     console.print("Every dataset got the expected verdict. Open a report.md to see the findings; "
                   "the runs are recorded in the DuckDB file.")
-    return int(ExitCode.PASS)
+    return int(ExitCode.PASS), runs
