@@ -45,6 +45,11 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     pass
 
 
+class CheckEngine(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
 @app.command()
 def check(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory (train/val/test files), single file, or "
@@ -66,6 +71,20 @@ def check(
                                                                        "template); overrides the contract's "
                                                                        "`tokenizer:` and turns on the template "
                                                                        "audit and token lengths.")] = None,
+    changed_since: Annotated[str | None, typer.Option("--changed-since", metavar="REF",
+                                                      help="Only if git shows dataset files under DATASET changed "
+                                                           "since REF (e.g. origin/main): check the datasets that "
+                                                           "hold them; none changed passes.")] = None,
+    engine: Annotated[CheckEngine, typer.Option("--engine", help="Where the row work runs: this machine's "
+                                                                 "processes, or Ray tasks.")] = CheckEngine.local,
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster for --engine ray (auto, "
+                                                                  "host:port, ray://host:port); default: a "
+                                                                  "local Ray.")] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF",
+                                             help="Incremental: check only rows added or changed since this git "
+                                                  "ref, duplicates and leakage against the dataset's index.")] = None,
+    index: Annotated[Path | None, typer.Option("--index", help="Index directory for --base; default "
+                                                               ".gate-index/<dataset path>.")] = None,
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
@@ -74,7 +93,9 @@ def check(
                              checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
                              db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
                              max_examples=max_examples, quiet=quiet,
-                             tokenizer=str(tokenizer) if tokenizer else None)
+                             tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
+                             engine=engine.value, address=address, base=base,
+                             index=str(index) if index else None)
     raise typer.Exit(code)
 
 
@@ -166,6 +187,18 @@ def score(
                                                                           "...) for scorecards with tools.")] = None,
     reasoning_parser: Annotated[str | None, typer.Option("--reasoning-parser",
                                                          help="vLLM reasoning parser (e.g. glm45).")] = None,
+    baseline_adapter: Annotated[str | None, typer.Option("--baseline-adapter",
+                                                         help="LoRA adapter of the baseline.")] = None,
+    chat_template: Annotated[str | None, typer.Option("--chat-template", help="Chat template file for both models "
+                                                                              "(vllm --chat-template; embedded)."
+                                                      )] = None,
+    model_hash: Annotated[str | None, typer.Option("--model-hash", help="--engine url: pinned checkpoint hash of "
+                                                                        "the candidate (part of the cache key).")]
+    = None,
+    baseline_model_hash: Annotated[str | None, typer.Option("--baseline-model-hash",
+                                                            help="--engine url: pinned hash of the baseline.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight per server "
+                                                                         "(--engine url / vllm).")] = 8,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard; exit 0 complete, 1 incomplete (rerun resumes)."""
     from gate.commands.score import run_score_command
@@ -173,36 +206,384 @@ def score(
     raise typer.Exit(run_score_command(candidate=candidate, scorecard_path=str(scorecard), baseline=baseline,
                                        engine=engine.value, adapter=adapter, base_url=base_url, db=db, out=str(out),
                                        epoch=epoch, limit=limit, tool_parser=tool_parser,
-                                       reasoning_parser=reasoning_parser))
+                                       reasoning_parser=reasoning_parser, baseline_adapter=baseline_adapter,
+                                       chat_template=chat_template, model_hash=model_hash,
+                                       baseline_model_hash=baseline_model_hash, concurrency=concurrency))
 
 
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file (env GATE_DB; default ./gate.duckdb).")] = None,
+    data_only: Annotated[bool, typer.Option("--data-only", help="Only the data door (no training or scoring).")]
+    = False,
 ) -> None:
-    """Run the whole loop on the bundled fixtures with embedded defaults (no servers, no GPU)."""
+    """Run the whole loop on the bundled fixtures with embedded defaults (no servers, no GPU): check and split the
+    data, train two candidates with the local runner, score them against the frozen baseline, decide, promote one
+    and refuse the other, and write the HTML release report."""
     from gate.commands.demo import run_demo
 
-    raise typer.Exit(run_demo(str(out), db))
+    raise typer.Exit(run_demo(str(out), db, data_only))
 
 
 # ---- area: training runners (train, plan) -- issue 5 ----
+class TrainRunner(StrEnum):
+    local = "local"
+    nemo_automodel = "nemo-automodel"
+    ms_swift = "ms-swift"
+
+
+@app.command()
+def train(
+    spec: Annotated[Path, typer.Argument(help="Training spec YAML (see trainspecs/).")],
+    runner: Annotated[TrainRunner, typer.Option("--runner", "-r", help="Which trainer runs it.")] = TrainRunner.local,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Write the plan (command and every generated config) "
+                                                            "to <output_dir>/plan and stop.")] = False,
+    validate_with: Annotated[str | None, typer.Option("--validate-with", help="With --dry-run: a Python that has "
+                                                                              "the trainer installed; the plan is "
+                                                                              "checked by the trainer's own "
+                                                                              "parsers.")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
+) -> None:
+    """Train with a real trainer: plan, launch, stream metrics into DuckDB, collect the checkpoint with a manifest."""
+    from gate.commands.train import run_train_command
+
+    raise typer.Exit(run_train_command(spec_path=str(spec), runner=runner.value, dry_run=dry_run, db=db,
+                                       record=not no_db, validate_with=validate_with, quiet=quiet))
+
+
+class TrainMethod(StrEnum):
+    full = "full"
+    lora = "lora"
+
+
+@app.command()
+def plan(
+    params: Annotated[float | None, typer.Option("--params", help="Parameter count, e.g. 753e9.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="Model config.json (or its directory).")] = None,
+    expert_params: Annotated[float | None, typer.Option("--expert-params", help="With --params: how many are "
+                                                                                "routed experts (split by "
+                                                                                "--ep).")] = None,
+    method: Annotated[TrainMethod, typer.Option("--method", help="Full fine-tuning or LoRA on a frozen "
+                                                                 "base.")] = TrainMethod.full,
+    lora_rank: Annotated[int | None, typer.Option("--lora-rank", min=1, help="LoRA rank (with --config).")] = None,
+    lora_targets: Annotated[str, typer.Option("--lora-targets", help="Comma-separated groups: attention, "
+                                                                     "dense_mlp, shared_experts, "
+                                                                     "routed_experts.")]
+    = "attention,dense_mlp,shared_experts,routed_experts",
+    trainable_params: Annotated[float | None, typer.Option("--trainable-params", help="LoRA adapter "
+                                                                                      "parameters.")] = None,
+    no_master: Annotated[bool, typer.Option("--no-master-weights", help="No fp32 master copy (pure bf16 "
+                                                                        "optimizer).")] = False,
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the cluster.")] = 8,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor parallel size.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", help="Pipeline parallel size.")] = 1,
+    cp: Annotated[int, typer.Option("--cp", help="Context parallel size.")] = 1,
+    ep: Annotated[int, typer.Option("--ep", help="Expert parallel size.")] = 1,
+    zero: Annotated[int, typer.Option("--zero", help="ZeRO stage; 3 = FSDP.")] = 3,
+    gpu_memory_gb: Annotated[float, typer.Option("--gpu-memory-gb", help="Memory of one GPU.")] = 80.0,
+    tokens: Annotated[float | None, typer.Option("--tokens", help="Tokens the whole run trains on.")] = None,
+    pilot_tps: Annotated[float | None, typer.Option("--pilot-tokens-per-s", help="Measured on the pilot.")] = None,
+    pilot_gpus: Annotated[int | None, typer.Option("--pilot-gpus", help="GPUs the pilot ran on.")] = None,
+    price: Annotated[float, typer.Option("--price", help="Price per GPU hour.")] = 0.0,
+    failure_budget: Annotated[float, typer.Option("--failure-budget", help="Share of GPU time lost to "
+                                                                           "failures.")] = 0.15,
+    scaling_efficiency: Annotated[float, typer.Option("--scaling-efficiency", help="Throughput kept when the "
+                                                                                   "cluster is larger than the "
+                                                                                   "pilot.")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON for machines.")] = False,
+) -> None:
+    """Memory floor of training states per GPU under a sharding layout, and the cost of the run from a pilot."""
+    from gate.commands.plan import run_plan_command
+
+    raise typer.Exit(run_plan_command(
+        as_json=as_json, params=params, config=str(config) if config else None, expert_params=expert_params,
+        method=method.value, lora_rank=lora_rank,
+        lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip()),
+        trainable_params=trainable_params, master_weights=not no_master, gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep,
+        zero=zero, gpu_memory_gb=gpu_memory_gb, tokens=tokens, pilot_tokens_per_s=pilot_tps,
+        pilot_gpus=pilot_gpus, price=price, failure_budget=failure_budget, scaling_efficiency=scaling_efficiency))
 # ---- end: training runners ----
 
 # ---- area: probe -- issue 5 ----
+@app.command()
+def probe(
+    model: Annotated[Path, typer.Argument(help="Model directory (config.json, safetensors shards, tokenizer).")],
+    lora: Annotated[Path | None, typer.Option("--lora", help="LoRA spec YAML (see loraspecs/); without it the probe "
+                                                             "proves full fine-tuning.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON for machines.")] = False,
+    data: Annotated[Path | None, typer.Option("--data", help="JSONL rows with `messages` for the training steps "
+                                                             "(default: fixtures/datasets/tool-use-clean).")] = None,
+    rows: Annotated[int, typer.Option("--rows", min=1, help="Rows in the probe batch.")] = 2,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=8, help="Tokens kept per row (its end).")] = 128,
+    steps: Annotated[str | None, typer.Option("--steps", help="Subset of steps, e.g. 1-4 (what they need runs "
+                                                              "too).")] = None,
+    work_dir: Annotated[Path | None, typer.Option("--work-dir", help="Keep checkpoints and adapters here "
+                                                                     "(default: a temporary directory).")] = None,
+) -> None:
+    """Prove the stack can train MODEL: ten steps from shard checks to a torchrun checkpoint; exit 0 / 100 / 1."""
+    from gate.commands.probe import run_probe_command
+
+    raise typer.Exit(run_probe_command(model=str(model), lora=str(lora) if lora else None, as_json=as_json,
+                                       data=str(data) if data else None, rows=rows, max_tokens=max_tokens,
+                                       steps=steps, work_dir=str(work_dir) if work_dir else None))
 # ---- end: probe ----
 
 # ---- area: release decision (decide, promote, rollback, watch, release) -- issue 7 ----
+@app.command()
+def decide(
+    scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard YAML whose gates decide.")],
+    comparison: Annotated[str | None, typer.Option("--comparison", help="comparison_id of one `gate score` run "
+                                                                        "[default: the newest complete one].")]
+    = None,
+    baseline_run: Annotated[str | None, typer.Option("--baseline-run", help="Baseline score run id.")] = None,
+    candidate_run: Annotated[str | None, typer.Option("--candidate-run", help="Candidate score run id.")] = None,
+    aa: Annotated[bool, typer.Option("--aa", help="A/A mode: the two runs are the same model (two seeds or "
+                                                  "epochs); measure the noise floor.")] = False,
+    baseline_only: Annotated[str | None, typer.Option("--baseline-only", help="Check this one run against the "
+                                                                              "absolute gates (is training "
+                                                                              "needed at all?).")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where decision.md and decision.json go.")]
+    = Path("gate-report/decision"),
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Bootstrap seed.")] = None,
+    resamples: Annotated[int | None, typer.Option("--resamples", min=10_000, help="Bootstrap resamples.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
+) -> None:
+    """PROMOTE (exit 0) or BLOCK (exit 100) a candidate on the scorecard's gates, from paired scores in DuckDB."""
+    from gate.commands.decide import run_decide_command
+
+    raise typer.Exit(run_decide_command(scorecard_path=str(scorecard), db=db, out=str(out), comparison=comparison,
+                                        baseline_run=baseline_run, candidate_run=candidate_run, aa=aa,
+                                        baseline_only=baseline_only, seed=seed, resamples=resamples, quiet=quiet))
+
+
+release_app = typer.Typer(help="Release records: pin everything behind a decided candidate.", no_args_is_help=True)
+app.add_typer(release_app, name="release")
+
+
+@release_app.command("create")
+def release_create(
+    decision: Annotated[str, typer.Option("--decision", help="decision_id from `gate decide`.")],
+    release_id: Annotated[str | None, typer.Option("--id", help="Release name [default: generated].")] = None,
+    base_model: Annotated[str | None, typer.Option("--base-model", help="Base model [default: the baseline "
+                                                                        "run's model].")] = None,
+    base_revision: Annotated[str | None, typer.Option("--base-revision", help="Base model revision "
+                                                                              "[default: its hash].")] = None,
+    tokenizer: Annotated[Path | None, typer.Option("--tokenizer", help="Tokenizer directory to hash "
+                                                                       "[default: the candidate model's].")] = None,
+    scorecard: Annotated[Path | None, typer.Option("--scorecard", "-s", help="Scorecard: pins the system prompt "
+                                                                             "and tool schema hashes.")] = None,
+    data_check: Annotated[list[str] | None, typer.Option("--data-check", help="`gate check` run id behind the "
+                                                                              "training data (repeat).")] = None,
+    dataset_fingerprint: Annotated[list[str] | None, typer.Option("--dataset-fingerprint", help="Dataset "
+                                                                                                "fingerprint "
+                                                                                                "(repeat).")]
+    = None,
+    training_run: Annotated[str | None, typer.Option("--training-run", help="Training run id.")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Who records it [default: $USER].")] = None,
+    notes: Annotated[str | None, typer.Option("--notes", help="Free text.")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Record a release pinning model, adapter, tokenizer, template, engine, scorecard, scores and data."""
+    from gate.commands.release import run_release_create
+
+    raise typer.Exit(run_release_create(decision=decision, release_id=release_id, base_model=base_model,
+                                        base_revision=base_revision, tokenizer=str(tokenizer) if tokenizer else None,
+                                        scorecard=str(scorecard) if scorecard else None,
+                                        data_checks=data_check or [], fingerprints=dataset_fingerprint or [],
+                                        training_run=training_run, by=by, notes=notes, db=db))
+
+
+@release_app.command("list")
+def release_list(
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """List releases, their decisions, and which one is current."""
+    from gate.commands.release import run_release_list
+
+    raise typer.Exit(run_release_list(db=db))
+
+
+@release_app.command("show")
+def release_show(
+    release_id: Annotated[str, typer.Argument(help="Release id.")],
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Print one release record as JSON."""
+    from gate.commands.release import run_release_show
+
+    raise typer.Exit(run_release_show(release_id=release_id, db=db))
+
+
+@app.command()
+def promote(
+    release_id: Annotated[str, typer.Argument(help="Release id (`gate release create`).")],
+    by: Annotated[str | None, typer.Option("--by", help="Who promotes [default: $USER].")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Point "current" at a release: exit 100 and no change unless its decision is PROMOTE and its data passed."""
+    from gate.commands.release import run_promote
+
+    raise typer.Exit(run_promote(release_id=release_id, by=by, db=db))
+
+
+@app.command()
+def rollback(
+    release_id: Annotated[str | None, typer.Argument(help="Release to go back to [default: the previously "
+                                                          "promoted one].")] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why (recorded).")] = "",
+    by: Annotated[str | None, typer.Option("--by", help="Who rolls back [default: $USER].")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Point "current" back to the previous promoted release, recording who and why."""
+    from gate.commands.release import run_rollback
+
+    raise typer.Exit(run_rollback(release_id=release_id, reason=reason, by=by, db=db))
+
+
+@app.command()
+def watch(
+    metrics: Annotated[Path, typer.Argument(help="Production metrics, JSONL rows {\"metric\": ..., \"value\": ...}.")],
+    scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard with rollback_triggers.")],
+    release_id: Annotated[str | None, typer.Option("--release", help="Release the metrics are about "
+                                                                     "[default: current].")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the evaluation.")] = False,
+    do_rollback: Annotated[bool, typer.Option("--rollback", help="When a trigger fires, also move \"current\" "
+                                                                 "back to the previously promoted release.")]
+    = False,
+) -> None:
+    """Evaluate the scorecard's rollback triggers on production metrics: exit 100 and ROLLBACK when one fires."""
+    from gate.commands.release import run_watch
+
+    raise typer.Exit(run_watch(metrics=str(metrics), scorecard_path=str(scorecard), release_id=release_id, db=db,
+                               record=not no_db, rollback=do_rollback))
 # ---- end: release decision ----
 
 # ---- area: service (serve, token) -- issue 8 ----
+@app.command()
+def serve(
+    root: Annotated[list[Path] | None, typer.Option("--root", help="Directory whose datasets, contracts and "
+                                                                   "scorecards the service may read (repeat).")]
+    = None,
+    config: Annotated[Path | None, typer.Option("--config", help="Service YAML (roots, db, state_dir, "
+                                                                 "max_body_bytes, max_upload_bytes, ...).")] = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8080,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    state_dir: Annotated[Path | None, typer.Option("--state-dir", help="Where job reports and uploads go "
+                                                                       "[default ./gate-service].")] = None,
+    max_body_mb: Annotated[float | None, typer.Option("--max-body-mb", help="Largest JSON request body.")] = None,
+    max_upload_mb: Annotated[float | None, typer.Option("--max-upload-mb", help="Largest uploaded dataset.")] = None,
+    check_workers: Annotated[int | None, typer.Option("--check-workers", min=1, help="Processes per check job.")]
+    = None,
+) -> None:
+    """Serve checks, score runs, findings and releases over HTTP, with bearer tokens and a job queue."""
+    from gate.commands.serve import run_serve_command
+
+    raise typer.Exit(run_serve_command(host=host, port=port, config=str(config) if config else None,
+                                       roots=[str(r) for r in root or []], db=db,
+                                       state_dir=str(state_dir) if state_dir else None, max_body_mb=max_body_mb,
+                                       max_upload_mb=max_upload_mb, check_workers=check_workers))
+
+
+token_app = typer.Typer(help="Bearer tokens of `gate serve` (shown once, stored hashed).", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+class TokenRole(StrEnum):
+    ci = "ci"
+    evaluator = "evaluator"
+    release_manager = "release-manager"
+    viewer = "viewer"
+
+
+@token_app.command("create")
+def token_create(
+    role: Annotated[TokenRole, typer.Option("--role", help="ci: submit checks; evaluator: run scores; "
+                                                           "release-manager: promote and roll back; viewer: read.")],
+    name: Annotated[str, typer.Option("--name", help="Who or what holds it (unique).")],
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Create a token and print it once."""
+    from gate.commands.token import token_create as run
+
+    raise typer.Exit(run(name=name, role=role.value, db=db))
+
+
+@token_app.command("revoke")
+def token_revoke(
+    name: Annotated[str, typer.Argument(help="The token's name.")],
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Revoke a token at once; requests with it get 401."""
+    from gate.commands.token import token_revoke as run
+
+    raise typer.Exit(run(name=name, db=db))
+
+
+@token_app.command("list")
+def token_list(
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """List tokens (names, roles, state; never the tokens)."""
+    from gate.commands.token import token_list as run
+
+    raise typer.Exit(run(db=db))
 # ---- end: service ----
 
 # ---- area: dashboard / report html -- issue 8 ----
+@app.command("report-html")
+def report_html(
+    release: Annotated[str, typer.Argument(help="Release id (from the record).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for index.html and plotly.min.js (written "
+                                                          "atomically).")] = Path("gate-report/release"),
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+) -> None:
+    """Write a static HTML release report (plotly charts, bundled plotly.js, no CDN)."""
+    from gate.commands.dashboard import run_report_html
+
+    raise typer.Exit(run_report_html(release_id=release, out=str(out), db=db))
+
+
+@app.command()
+def dashboard(
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8050,
+) -> None:
+    """Serve the release dashboard (read-only) for local viewing; Ctrl-C stops it."""
+    from gate.commands.dashboard import run_dashboard
+
+    raise typer.Exit(run_dashboard(db=db, host=host, port=port))
 # ---- end: dashboard ----
 
 # ---- area: incremental index / ray -- issue 9 ----
+index_app = typer.Typer(help="The per-dataset index behind `gate check --base REF`.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+
+@index_app.command("build")
+def index_build(
+    dataset: Annotated[Path, typer.Argument(help="Dataset directory or JSON Lines file (read only).")],
+    contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (text roles, near-dup "
+                                                                    "options, unique fields).")],
+    index: Annotated[Path | None, typer.Option("--index", help="Index directory, replaced atomically; default "
+                                                               ".gate-index/<dataset path>.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, help="Worker processes "
+                                                                               "[default: all cores].")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the build.")] = False,
+) -> None:
+    """Build a dataset's index from scratch (signatures, band keys, exact hashes, near-duplicate groups)."""
+    from gate.commands.index import run_index_build
+
+    raise typer.Exit(run_index_build(dataset=str(dataset), contract_path=str(contract),
+                                     index=str(index) if index else None, workers=workers, db=db,
+                                     record=not no_db))
 # ---- end: incremental index ----
 
 def main() -> None:
