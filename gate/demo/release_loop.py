@@ -103,21 +103,23 @@ def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], c
         import shutil
 
         shutil.rmtree(split_dir)
-    # train/val only: the held-out evaluation is the scorecard's suite, which the contract names as an
-    # evaluation set, so `contamination` checks the training rows against it
-    _run(t, console, "1. Split the clean triage data by customer (no customer in two splits)",
-         ["split", str(ROOT / "fixtures" / "datasets" / "triage-clean"), "-c", contract, "-o", str(split_dir),
-          "--ratios", "0.9,0.1", "--names", "train,val"], 0, env)
-    _run(t, console, "2. Check the split: the data behind the training run must pass its contract",
-         ["check", str(split_dir), "-c", contract, "-o", str(work / "check-split"), "-q"], 0, env)
-    split_run = _json(work / "check-split" / "report.json")["run_id"]
+    # A team re-splits all triage rows by customer. The gate checks the new split before anyone trains on it:
+    # customers differ, but some tickets share 13-word passages with tickets that land in the new test split, so
+    # `contamination` blocks it (exit 100). Training then uses the fixture's own checked split (the data door).
+    _run(t, console, "1. Re-split all triage data by customer (80/10/10; no customer in two splits)",
+         ["split", str(ROOT / "fixtures" / "datasets" / "triage-clean"), "-c", contract, "-o", str(split_dir)],
+         0, env)
+    _run(t, console, "2. Check the re-split before training on it: contamination with its new test split blocks it",
+         ["check", str(split_dir), "-c", contract, "-o", str(work / "check-split"), "-q"], int(ExitCode.FAIL), env)
+    split_run = check_runs["triage-clean"]  # the data door's PASS on the fixture's own split
+    clean = ROOT / "fixtures" / "datasets" / "triage-clean"
 
     good_spec, weak_spec = work / "train-good.yaml", work / "train-weak.yaml"
-    _write_spec(good_spec, name="demo-good", data=split_dir / "train.jsonl", steps=GOOD_STEPS,
+    _write_spec(good_spec, name="demo-good", data=clean / "train.jsonl", steps=GOOD_STEPS,
                 out=work / "run-good", checks=[split_run])
     _write_spec(weak_spec, name="demo-weak", data=ROOT / "fixtures" / "datasets" / "triage-faulty" / "train.jsonl",
                 steps=WEAK_STEPS, out=work / "run-weak", checks=[check_runs["triage-faulty"]])
-    _run(t, console, f"3. Train candidate A with the local runner ({GOOD_STEPS} steps, full fine-tuning)",
+    _run(t, console, f"3. Train candidate A on the checked triage-clean train split ({GOOD_STEPS} steps, local)",
          ["train", str(good_spec), "--runner", "local", "-q"], 0, env)
     _run(t, console, f"4. Train candidate B: too briefly ({WEAK_STEPS} steps) and on the FAULTY data",
          ["train", str(weak_spec), "--runner", "local", "-q"], 0, env)
