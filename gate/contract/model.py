@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from gate.contract.meta import CONTRACT_SCHEMA
-from gate.errors import ContractError
+from gate.errors import ContractError, GateError
 from gate.names import CHECK_NAMES
 
 
@@ -110,8 +110,55 @@ class Contract:
         return None
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_YAML_NODES = 200_000  # after expanding aliases: a "billion laughs" document is refused, not expanded
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Refuses what a JSON-like document cannot be: non-string keys (`1:`, `yes:`, `? [a]`), self-referencing
+    aliases, and alias bombs. Runs before construction, so none of them reaches the validators as a traceback."""
+    seen = 0
+    stack: list[tuple[yaml.Node, frozenset[int]]] = [(root, frozenset())]
+    while stack:
+        node, above = stack.pop()
+        seen += 1
+        if seen > MAX_YAML_NODES:
+            raise ContractError(f"document too large (more than {MAX_YAML_NODES:,} values after expanding "
+                                "aliases)", line=node.start_mark.line + 1)
+        if id(node) in above:
+            raise ContractError("an alias refers to itself (recursive document)", line=node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            inner = above | {id(node)}
+            for key, value in node.value:
+                if key.tag not in (_STR_TAG, _MERGE_TAG):
+                    scalar = isinstance(key, yaml.ScalarNode)
+                    msg = (f"key {str(key.value)[:40]!r} is not a string (quote it)" if scalar
+                           else "a key is a list or mapping; keys must be strings")
+                    raise ContractError(msg, line=key.start_mark.line + 1)
+                stack.append((value, inner))
+        elif isinstance(node, yaml.SequenceNode):
+            inner = above | {id(node)}
+            stack.extend((item, inner) for item in node.value)
+
+
 class _LineLoader(yaml.SafeLoader):
     """A SafeLoader that refuses duplicate keys: a contract with the same key twice is ambiguous."""
+
+    def compose_document(self) -> yaml.Node:
+        node = super().compose_document()
+        if node is not None:
+            _check_nodes(node)
+        return node
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # PyYAML's own constructors fail with bare errors on some tagged values (`!!timestamp ` empty,
+        # `!!bool maybe`, `!!int x`): report the value's line instead
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+            raise ContractError(f"cannot read this {node.tag.rsplit(':', 1)[-1]} value ({type(exc).__name__})",
+                                line=node.start_mark.line + 1) from None
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -161,7 +208,29 @@ def _known_keys(schema: dict[str, Any], path: list[Any]) -> list[str]:
 
 def load_contract(path: str | Path) -> Contract:
     """Reads, validates and freezes a contract file."""
-    p = Path(path)
+    try:
+        return _load_contract(Path(path))
+    except RecursionError:  # PyYAML and jsonschema descend recursively
+        raise ContractError("nested too deeply", file=str(path)) from None
+    except ContractError as exc:
+        raise one_line(exc) from None
+
+
+def one_line(exc: GateError) -> GateError:
+    """Keys and values quoted in a message come from the file: control characters are escaped and a value
+    echoed by the validator is cut short, so the error stays one readable line."""
+    def clean(text: str, limit: int) -> str:
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    exc.message = clean(exc.message, 240)
+    exc.args = (exc.message,)
+    if exc.field is not None:
+        exc.field = clean(str(exc.field), 80)
+    return exc
+
+
+def _load_contract(p: Path) -> Contract:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

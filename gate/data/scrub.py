@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from gate.data.neardup import PROTECTED, neardup_config
 from gate.data.pii_scan import RowScanner, set_field
 from gate.data.text import normalize, row_text
 from gate.errors import GateError
+from gate.io.atomic import scratch_dir
 from gate.io.dataset import SplitStats, discover, iter_chunks
 from gate.io.rows import parse_chunk
 from gate.io.writer import SplitWriter
@@ -69,7 +69,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
     digests: list[bytes] = []
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".gate-scrub-", dir=out_path.parent) as tmp:
+    with scratch_dir(out_path) as tmp:  # a killed run's spool is swept by the next write to `out`
         spool = Path(tmp) / "rows.jsonl"
         with open(spool, "wb") as fh:
             for src in discover(dataset):

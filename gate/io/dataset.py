@@ -150,6 +150,9 @@ def discover(path: str | Path) -> list[SplitSource]:
             splits = json.loads((p / "dataset_dict.json").read_text())["splits"]
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"not a Hugging Face DatasetDict ({exc})", file=str(p / "dataset_dict.json")) from None
+        if not isinstance(splits, list) or not all(isinstance(s, str) and s and Path(s).name == s for s in splits):
+            raise InputError("not a Hugging Face DatasetDict ('splits' must be a list of split directory names)",
+                             file=str(p / "dataset_dict.json"))
         return sorted((SplitSource(s, p / s, "hf") for s in splits), key=lambda s: _split_sort_key(s.split))
     if (p / "state.json").is_file() and any(p.glob("*.arrow")):
         return [SplitSource("train", p, "hf")]
@@ -233,9 +236,9 @@ def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK
                 try:
                     data = stream.read(chunk_bytes)
                 except (OSError, EOFError) as exc:
-                    raise InputError(f"cannot decompress ({exc})", file=src.display, line=line_no) from None
+                    raise InputError(f"cannot decompress ({_one_line(exc)})", file=src.display, line=line_no) from None
                 except Exception as exc:  # zstandard raises its own ZstdError
-                    raise InputError(f"cannot decompress ({exc})", file=src.display, line=line_no) from None
+                    raise InputError(f"cannot decompress ({_one_line(exc)})", file=src.display, line=line_no) from None
                 if not data:
                     break
                 buf = pending + data if pending else data
@@ -250,14 +253,14 @@ def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK
                 at, pending_at = pending_at, pending_at + cut + 1
                 if line_no == 1 and blob.startswith(b"\xef\xbb\xbf"):
                     blob, at = blob[3:], at + 3
-                seen_content = seen_content or not blob.isspace()
+                seen_content = seen_content or bool(blob.strip())
                 yield Chunk(src.split, src.display, line_no, blob=blob, path=path, offset=at if plain else -1)
                 line_no += blob.count(b"\n")
             if pending:
                 at = pending_at
                 if line_no == 1 and pending.startswith(b"\xef\xbb\xbf"):
                     pending, at = pending[3:], at + 3
-                seen_content = seen_content or not pending.isspace()
+                seen_content = seen_content or bool(pending.strip())  # a lone BOM is no content
                 yield Chunk(src.split, src.display, line_no, blob=pending, path=path, offset=at if plain else -1)
     finally:
         stats.bytes = hashing.nbytes
@@ -277,22 +280,27 @@ def _hash_files(paths: list[Path]) -> tuple[str, int]:
     return digest.hexdigest(), total
 
 
+def _one_line(exc: BaseException) -> str:
+    """Arrow's messages can span lines; the CLI promises one."""
+    return " ".join(str(exc).split())[:200]
+
+
 def _iter_parquet(src: SplitSource, stats: SplitStats, batch_rows: int) -> Iterator[Chunk]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(src.path)
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"not a readable Parquet file ({exc})", file=src.display) from None
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # corrupt metadata: column names not UTF-8
+        raise InputError(f"not a readable Parquet file ({_one_line(exc)})", file=src.display) from None
     row = 1
     try:
         for batch in pf.iter_batches(batch_size=batch_rows):
             if batch.num_rows:
                 yield Chunk(src.split, src.display, row, batch=batch)
                 row += batch.num_rows
-    except pa.ArrowException as exc:
-        raise InputError(f"cannot read Parquet ({exc})", file=src.display, line=row) from None
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a corrupt page shows when read
+        raise InputError(f"cannot read Parquet ({_one_line(exc)})", file=src.display, line=row) from None
     stats.rows = row - 1
     stats.sha256, stats.bytes = _hash_files([src.path])
     if stats.rows == 0:

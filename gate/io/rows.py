@@ -27,6 +27,8 @@ def _explain_bad_line(line: bytes, file: str, line_no: int) -> InputError:
         return InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", file=file, line=line_no)
     except RecursionError:
         return InputError("malformed JSON: nested too deeply", file=file, line=line_no)
+    except ValueError:  # e.g. an integer of more than 4,300 digits (Python's int() limit)
+        return InputError("malformed JSON: a number is too large", file=file, line=line_no)
     return InputError("malformed JSON (not accepted by the strict parser: e.g. NaN, lone surrogates or "
                       "numbers out of range)", file=file, line=line_no)
 
@@ -39,7 +41,12 @@ def _kind(value: object) -> str:
 def parse_chunk(chunk: Chunk) -> list[Row]:
     """Parses every non-blank line (or Arrow row); raises InputError naming file and line for the first bad one."""
     if chunk.batch is not None:
-        return [(chunk.first_row + i, _drop_arrow_nulls(obj)) for i, obj in enumerate(chunk.batch.to_pylist())]
+        try:
+            objs = chunk.batch.to_pylist()
+        except UnicodeDecodeError:  # a corrupt Parquet page can hold a string column that is not UTF-8
+            raise InputError("a string column holds invalid UTF-8 (corrupt file?)", file=chunk.file,
+                             line=chunk.first_row) from None
+        return [(chunk.first_row + i, _drop_arrow_nulls(obj)) for i, obj in enumerate(objs)]
     rows: list[Row] = []
     line_no = chunk.first_row
     loads = orjson.loads
