@@ -110,7 +110,8 @@ def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], c
          ["split", str(ROOT / "fixtures" / "datasets" / "triage-clean"), "-c", contract, "-o", str(split_dir)],
          0, env)
     _run(t, console, "2. Check the re-split before training on it: contamination with its new test split blocks it",
-         ["check", str(split_dir), "-c", contract, "-o", str(work / "check-split"), "-q"], int(ExitCode.FAIL), env)
+         ["check", str(split_dir), "-c", contract, "-o", str(work / "check-split"), "-q"],
+         int(ExitCode.GATE_FAILED), env)
     split_run = check_runs["triage-clean"]  # the data door's PASS on the fixture's own split
     clean = ROOT / "fixtures" / "datasets" / "triage-clean"
 
@@ -139,7 +140,7 @@ def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], c
 
     _run(t, console, "8. Score candidate B the same way: expected BLOCK (exit 100)",
          ["score", str(weak_ckpt), "--baseline", str(TINY_MODEL), "-s", scorecard, "-o", str(work / "score-b")],
-         int(ExitCode.FAIL), env)
+         int(ExitCode.GATE_FAILED), env)
     dec_b = _json(work / "score-b" / "decision.json")
     train_b = _json(weak_ckpt / "MANIFEST.json")["run_id"]
     _run(t, console, "9. Record release B (its training data failed `gate check`)",
@@ -147,7 +148,7 @@ def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], c
           "--tokenizer", str(weak_ckpt), "-s", scorecard, "--data-check", check_runs["triage-faulty"],
           "--training-run", train_b, "--by", "gate-demo"], 0, env)
     _run(t, console, "10. Try to promote release B: refused (exit 100), `current` stays on A",
-         ["promote", "demo-b", "--by", "gate-demo"], int(ExitCode.FAIL), env)
+         ["promote", "demo-b", "--by", "gate-demo"], int(ExitCode.GATE_FAILED), env)
     _run(t, console, "11. Write the static HTML release report (plotly.js bundled, no CDN)",
          ["report-html", "demo-a", "-o", str(out / "release-report")], 0, env)
     return t
