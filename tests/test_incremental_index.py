@@ -171,3 +171,71 @@ def test_bad_ref_and_wrong_index_are_one_line_errors(tmp_path):
     res = run_gate("check", str(repo / "data"), "-c", contract, "--base", "HEAD", "--index", str(tmp_path / "idx"),
                    "--no-db", "-o", str(tmp_path / "r"))
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_appended_rows_skip_git_diff_and_match_the_digest_comparison(tmp_path, triage_contract):
+    """A pull request that appends rows is recognised from git's object id of the old bytes (no diff, no base
+    read), and gives the same changed rows and findings as the multiset comparison of line digests. A base file
+    without a final newline whose last line the pull request extends counts that line as changed."""
+    from gate.index import lines as lines_mod
+    from gate.index.build import build_index
+    from gate.index.incremental import run_incremental
+    from gate.io.dataset import discover
+
+    checks = ["contract", "exact_duplicate", "near_duplicate", "leakage"]
+    repo = make_repo(tmp_path, "triage-clean")
+    train = repo / "data" / "train.jsonl"
+    val = repo / "data" / "val.jsonl"
+    clean_val = val.read_bytes()
+    val.write_bytes(clean_val.rstrip(b"\n"))  # the base's last line has no newline
+    git(repo, "commit", "-qam", "val without final newline")
+    index = tmp_path / "index"
+    build_index(str(repo / "data"), triage_contract, str(index), workers=1)
+    extra = [ln for ln in (FIXTURES / "triage-faulty" / "train.jsonl").read_bytes().splitlines(keepends=True)
+             if ln not in set(train.read_bytes().splitlines(keepends=True))]
+    assert len(extra) > 10
+    train.write_bytes(train.read_bytes() + b"".join(extra))
+    last = clean_val.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    val.write_bytes(clean_val.rstrip(b"\n") + b'  \n' + last.replace(b'"id":"', b'"id":"x') + b"\n")
+    git(repo, "commit", "-qam", "append")
+
+    inc = run_incremental(str(repo / "data"), triage_contract, "HEAD~1", index_dir=str(index), checks=checks,
+                          update_index=False)
+    assert inc.options["diff"] == {"train": "append", "val": "append", "test": "append"}
+    assert inc.options["changed_rows"] == len(extra) + 1  # the new rows and the copied last val line
+    # the same files through the digest comparison (the path for edits and for files over git's diff limit)
+    commit = lines_mod.resolve_ref(repo, "HEAD~1")
+    for src in discover(str(repo / "data")):
+        now = lines_mod.current_lines(src)
+        by_digest = lines_mod.changed_mask(now, lines_mod.lines_at(repo, commit, src))
+        blob = lines_mod.base_blob(repo, commit, src)
+        fast = lines_mod.appended_mask(lines_mod.current_lines(src, (blob.algo, blob.size)), blob)
+        assert fast is not None and (fast == by_digest).all(), src.split
+    # the trailing whitespace added after val's old last line leaves that line unchanged
+    assert not any(f.split == "val" and f.row == len(clean_val.splitlines()) for r in inc.results for f in r.findings
+                   if r.name == "contract")
+    # an edit before the end is not an append: git diff takes over
+    train.write_bytes(train.read_bytes().replace(b'"id":"tri-', b'"id":"trX-', 1))
+    git(repo, "commit", "-qam", "edit first row")
+    inc2 = run_incremental(str(repo / "data"), triage_contract, "HEAD~1", index_dir=str(index), checks=["contract"],
+                           update_index=False)
+    assert inc2.options["diff"]["train"] == "git-diff"
+    assert inc2.options["changed_rows"] == 1
+
+
+def test_membership_helpers_agree_with_numpy():
+    import numpy as np
+
+    from gate.index.incremental import _isin16, _isin_few
+
+    rng = np.random.default_rng(7)
+    big = rng.integers(0, 2**63, 200_000, dtype=np.uint64)
+    for few in (big[:0], big[[5]], np.concatenate([big[rng.integers(0, big.size, 300)],
+                                                     rng.integers(0, 2**63, 300, dtype=np.uint64)]),
+                np.array([np.iinfo(np.uint64).max], dtype=np.uint64)):
+        assert (_isin_few(big, few) == np.isin(big, few)).all()
+    digests = np.frombuffer(rng.bytes(16 * 50_000), dtype="S16")
+    # same first 8 bytes, different last 8: the pre-filter alone would call them equal
+    twin = np.frombuffer(digests[3].ljust(16, b"\0")[:8] + b"\x01" * 8, dtype="S16")
+    for probe in (digests[rng.integers(0, digests.size, 40)], twin, digests):
+        assert (_isin16(digests, probe) == np.isin(digests, probe)).all()

@@ -144,16 +144,25 @@ class RowScanner:
         if self.pii_config is not None:
             for cfg, want in ((self.pii_config, True), (self.pattern_config, False)):
                 sel = [fh for fh in flat if fh.prose is want and _wanted(fh, self.pii_roles)]
-                if sel:
-                    for fh, hits in zip(sel, scan_texts([fh.text for fh in sel], cfg, workers=workers), strict=True):
-                        fh.pii = list(hits)
+                for fh, hits in zip(sel, _once_per_text(sel, lambda t, c=cfg: scan_texts(t, c, workers=workers)),
+                                    strict=True):
+                    fh.pii = hits
         if self.secret_config is not None:
             sel = [fh for fh in flat if _wanted(fh, self.secret_roles)]
-            if sel:
-                for fh, hits in zip(sel, scan_secrets_texts([fh.text for fh in sel], self.secret_config),
-                                    strict=True):
-                    fh.secrets = list(hits)
+            for fh, hits in zip(sel, _once_per_text(sel, lambda t: scan_secrets_texts(t, self.secret_config)),
+                                strict=True):
+                fh.secrets = hits
         return fields
+
+
+def _once_per_text(sel: list[FieldHits], scan: Any) -> list[list[Any]]:
+    """Scans each distinct text once. Chat data repeats itself (one system prompt on every row, stock replies),
+    and the NER model is the slowest step of a check; hits are immutable and relative to their own text."""
+    if not sel:
+        return []
+    distinct = list(dict.fromkeys(fh.text for fh in sel))
+    found = dict(zip(distinct, scan(distinct), strict=True))
+    return [list(found[fh.text]) for fh in sel]
 
 
 def _wanted(fh: FieldHits, roles: set[str] | None) -> bool:

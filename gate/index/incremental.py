@@ -41,6 +41,8 @@ from gate.index import store
 from gate.index.features import features, parse_rows, unique_fields
 from gate.index.lines import (
     LineTable,
+    appended_mask,
+    base_blob,
     changed_lines,
     changed_mask,
     current_lines,
@@ -76,11 +78,23 @@ def _isin16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     chance), then the exact comparison on the few hits. Sorting 'S16' strings is an order of magnitude slower."""
     if a.size == 0 or b.size == 0:
         return np.zeros(a.size, dtype=bool)
-    hit = np.isin(a.view("<u8")[::2], b.view("<u8")[::2])
+    head_a, head_b = a.view("<u8")[::2], b.view("<u8")[::2]
+    hit = _isin_few(head_a, head_b) if b.size * 64 < a.size else np.isin(head_a, head_b)
     idx = np.flatnonzero(hit)
     if idx.size:
         hit[idx] = np.isin(a[idx], b)
     return hit
+
+
+def _isin_few(big: np.ndarray, few: np.ndarray) -> np.ndarray:
+    """np.isin when the second array is small (a pull request's keys against a million index entries): a binary
+    search per entry into the sorted few, instead of np.isin's sort of both arrays together."""
+    if big.size == 0 or few.size == 0:
+        return np.zeros(big.size, dtype=bool)
+    keys = np.unique(few)
+    pos = np.searchsorted(keys, big)
+    np.minimum(pos, keys.size - 1, out=pos)
+    return keys[pos] == big
 
 
 def _map_task(task: tuple[str, str, list[tuple[int, dict[str, Any]]]]) -> list[Any]:
@@ -172,11 +186,18 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     store.check_compatible(manifest, store.compat_key(contract, config), idx_dir)
 
     splits: list[_Split] = []
+    diff_paths: dict[str, str] = {}
     for src in sources:
-        diff = start_diff(repo, commit, src)
-        table = current_lines(src)
-        by_git = changed_lines(diff)
-        mask = np.isin(table.lines, by_git) if by_git is not None else changed_mask(table, lines_at(repo, commit, src))
+        blob = base_blob(repo, commit, src)
+        table = current_lines(src, (blob.algo, blob.size) if blob is not None else None)
+        mask = appended_mask(table, blob) if blob is not None else None
+        if mask is not None:
+            diff_paths[src.split] = "append"
+        else:  # rows edited or removed: git compares both versions, or (over git's 1 GB limit) the digests do
+            by_git = changed_lines(start_diff(repo, commit, src))
+            diff_paths[src.split] = "git-diff" if by_git is not None else "digests"
+            mask = (np.isin(table.lines, by_git) if by_git is not None
+                    else changed_mask(table, lines_at(repo, commit, src)))
         splits.append(_Split(src.split, src.display, table, _s16(table.digests), mask, np.zeros(0, bool)))
     lap("diff")
 
@@ -204,9 +225,9 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     lap("parse_changed")
 
     # index entries that can share a finding with a query row
-    cand = _isin16(ent_text, _s16(qf.text_digests))
+    cand = _isin16(ent_text, _s16(qf.text_digests))  # the few query digests against every entry
     for b in range(bands):
-        cand |= np.isin(ent.column(f"b{b}").to_numpy(), qf.bands[:, b])
+        cand |= _isin_few(ent.column(f"b{b}").to_numpy(), qf.bands[:, b])
     groups = store.load_groups(idx_dir, manifest)
     g_split = groups.column("split").to_pylist()
     g_row = store.digest_array(groups.column("row_digest"))
@@ -328,7 +349,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
                                "index": str(idx_dir), "changed_rows": n_changed,
                                "query_rows": int(sum(int(sp.query.sum()) for sp in splits)),
                                "parsed_rows": len(parsed), "index_rows": int(manifest["rows"]),
-                               "index_built_now": built_now}
+                               "index_built_now": built_now, "diff": diff_paths}
     if update_index and dedup:
         added = _update_index(idx_dir, contract, config, splits, q_pos, qf, new_clusters)
         options["index_rows_added"] = added

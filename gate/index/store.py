@@ -32,7 +32,7 @@ from gate.errors import GateError
 from gate.index.features import Features, unique_fields
 from gate.io.atomic import atomic_write_text
 
-FORMAT = 1
+FORMAT = 2  # 2: row digests are xxh3-128 of the stripped line (1: blake2b-128)
 
 
 def compat_key(contract: Contract, config: Any) -> str:

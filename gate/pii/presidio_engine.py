@@ -410,11 +410,32 @@ def _bisect_enhancer() -> Any:
     return BisectLemmaEnhancer()
 
 
+def _import_presidio() -> None:
+    """Imports presidio-analyzer without torch and transformers when neither is loaded yet.
+
+    presidio imports both at import time, for its transformers NLP engine and its GPU detection, which gate never
+    uses (spaCy on the CPU, or patterns only). That import is the largest fixed cost of a check with PII (about
+    half of presidio's import time, seconds on every `gate check`). Hidden while presidio, spaCy and thinc import,
+    they are recorded there as absent; any other code can still import them afterwards."""
+    if "presidio_analyzer" in sys.modules:
+        return
+    hidden = [m for m in ("torch", "transformers") if m not in sys.modules]
+    for m in hidden:
+        sys.modules[m] = None  # type: ignore[assignment]  # the import system's "not installed" marker
+    try:
+        import presidio_analyzer  # noqa: F401
+    finally:
+        for m in hidden:
+            if m in sys.modules and sys.modules[m] is None:
+                del sys.modules[m]
+
+
 @functools.lru_cache(maxsize=4)
 def _engine(config: PiiConfig) -> _Engine:
     """Build the analyzer for `config` (cached: building costs ~1 s with the NER model)."""
     require("presidio_analyzer", "presidio-analyzer")
     _ensure_offline()
+    _import_presidio()
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpEngineProvider, NoOpNlpEngine, SpacyNlpEngine
     from presidio_analyzer.predefined_recognizers import (
