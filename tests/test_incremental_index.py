@@ -226,16 +226,18 @@ def test_appended_rows_skip_git_diff_and_match_the_digest_comparison(tmp_path, t
 def test_membership_helpers_agree_with_numpy():
     import numpy as np
 
-    from gate.index.incremental import _isin16, _isin_few
+    from gate.index.incremental import _isin, _isin16
 
     rng = np.random.default_rng(7)
     big = rng.integers(0, 2**63, 200_000, dtype=np.uint64)
     for few in (big[:0], big[[5]], np.concatenate([big[rng.integers(0, big.size, 300)],
                                                      rng.integers(0, 2**63, 300, dtype=np.uint64)]),
                 np.array([np.iinfo(np.uint64).max], dtype=np.uint64)):
-        assert (_isin_few(big, few) == np.isin(big, few)).all()
+        assert (_isin(big, few) == np.isin(big, few)).all()
     digests = np.frombuffer(rng.bytes(16 * 50_000), dtype="S16")
     # same first 8 bytes, different last 8: the pre-filter alone would call them equal
     twin = np.frombuffer(digests[3].ljust(16, b"\0")[:8] + b"\x01" * 8, dtype="S16")
-    for probe in (digests[rng.integers(0, digests.size, 40)], twin, digests):
+    copies = np.concatenate([twin, digests[:5], twin, digests[:5]])  # b with repeated first halves
+    for probe in (digests[rng.integers(0, digests.size, 40)], twin, digests, copies):
         assert (_isin16(digests, probe) == np.isin(digests, probe)).all()
+        assert (_isin16(probe, digests) == np.isin(probe, digests)).all()

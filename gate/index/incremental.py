@@ -74,24 +74,32 @@ def _s16(digests: list[bytes]) -> np.ndarray:
 
 
 def _isin16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.isin for 16-byte digests: a uint64 pre-filter on the first 8 bytes (hashes: almost never equal by
-    chance), then the exact comparison on the few hits. Sorting 'S16' strings is an order of magnitude slower."""
+    """np.isin for 16-byte digests as two uint64 halves: b sorted by its first half, a binary search per element
+    of a, then the second half compared. numpy 2.x hashes 'S16' strings in np.isin, minutes on a million rows."""
     if a.size == 0 or b.size == 0:
         return np.zeros(a.size, dtype=bool)
-    head_a, head_b = a.view("<u8")[::2], b.view("<u8")[::2]
-    hit = _isin_few(head_a, head_b) if b.size * 64 < a.size else np.isin(head_a, head_b)
-    idx = np.flatnonzero(hit)
-    if idx.size:
-        hit[idx] = np.isin(a[idx], b)
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    head_a, tail_a = a.view("<u8")[::2], a.view("<u8")[1::2]
+    head_b, tail_b = b.view("<u8")[::2], b.view("<u8")[1::2]
+    order = np.argsort(head_b, kind="stable")
+    heads, tails = head_b[order], tail_b[order]
+    pos = np.searchsorted(heads, head_a)
+    np.minimum(pos, heads.size - 1, out=pos)
+    same_head = heads[pos] == head_a
+    hit = same_head & (tails[pos] == tail_a)
+    # a first half shared by several digests of b (copies, or a 64-bit collision): only the first was compared
+    odd = np.flatnonzero(same_head & ~hit)
+    if odd.size:
+        hit[odd] = np.isin(a[odd], b)
     return hit
 
 
-def _isin_few(big: np.ndarray, few: np.ndarray) -> np.ndarray:
-    """np.isin when the second array is small (a pull request's keys against a million index entries): a binary
-    search per entry into the sorted few, instead of np.isin's sort of both arrays together."""
-    if big.size == 0 or few.size == 0:
+def _isin(big: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """np.isin for integers by a binary search into the sorted keys. numpy 2.x's np.isin hashes both arrays,
+    seconds for a pull request's keys against a million index entries; this costs one sort of the keys."""
+    if big.size == 0 or keys.size == 0:
         return np.zeros(big.size, dtype=bool)
-    keys = np.unique(few)
+    keys = np.sort(keys)
     pos = np.searchsorted(keys, big)
     np.minimum(pos, keys.size - 1, out=pos)
     return keys[pos] == big
@@ -196,7 +204,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
         else:  # rows edited or removed: git compares both versions, or (over git's 1 GB limit) the digests do
             by_git = changed_lines(start_diff(repo, commit, src))
             diff_paths[src.split] = "git-diff" if by_git is not None else "digests"
-            mask = (np.isin(table.lines, by_git) if by_git is not None
+            mask = (_isin(table.lines, by_git) if by_git is not None
                     else changed_mask(table, lines_at(repo, commit, src)))
         splits.append(_Split(src.split, src.display, table, _s16(table.digests), mask, np.zeros(0, bool)))
     lap("diff")
@@ -227,7 +235,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     # index entries that can share a finding with a query row
     cand = _isin16(ent_text, _s16(qf.text_digests))  # the few query digests against every entry
     for b in range(bands):
-        cand |= _isin_few(ent.column(f"b{b}").to_numpy(), qf.bands[:, b])
+        cand |= _isin(ent.column(f"b{b}").to_numpy(), qf.bands[:, b])
     groups = store.load_groups(idx_dir, manifest)
     g_split = groups.column("split").to_pylist()
     g_row = store.digest_array(groups.column("row_digest"))
@@ -235,7 +243,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     cand_keys = {(s, d) for s, d in zip(ent_split[cand].tolist(), ent_row[cand].tolist(), strict=True)}
     hit_groups = {int(g) for s, d, g in zip(g_split, g_row.tolist(), g_id.tolist(), strict=True)
                   if (s, d) in cand_keys}
-    in_hit = np.isin(g_id, np.fromiter(hit_groups, dtype=np.int64, count=len(hit_groups)))
+    in_hit = _isin(g_id, np.fromiter(hit_groups, dtype=np.int64, count=len(hit_groups)))
     closure: dict[str, list[np.ndarray]] = {}
     for s in {*ent_split[cand].tolist()}:
         closure.setdefault(s, []).append(ent_row[cand & (ent_split == s)])
