@@ -53,7 +53,7 @@ _MEMO: dict[str, Clustering] = {}
 
 def cluster(texts: list[str], keys: list[tuple[int, int]], splits: list[str], ids: list[str | None],
             digests: list[bytes], contract: Contract,
-            signatures: tuple[np.ndarray, np.ndarray] | None = None) -> Clustering:
+            signatures: Any = None) -> Clustering:
     from gate.dedup import find_near_duplicates
 
     config = neardup_config(contract)  # once per dataset

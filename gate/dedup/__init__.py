@@ -9,9 +9,11 @@ from gate.dedup.cluster import (
     NearDupCounters,
     NearDupIndex,
     NearDupResult,
+    Sketch,
     VerifiedPair,
     compute_signatures,
     find_near_duplicates,
+    sketch_signatures,
 )
 from gate.dedup.lsh import LshPlan, choose_bands, detection_curve
 from gate.dedup.minhash import MinHashConfig, minhash_signatures
@@ -29,6 +31,7 @@ __all__ = [
     "NearDupIndex",
     "NearDupResult",
     "ShingleConfig",
+    "Sketch",
     "VerifiedPair",
     "choose_bands",
     "compute_signatures",
@@ -38,4 +41,5 @@ __all__ = [
     "normalize",
     "shingle_batch",
     "shingle_hashes",
+    "sketch_signatures",
 ]

@@ -371,8 +371,39 @@ def _key_ranks(keys: list[Key], indices: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _full_signature_groups(sig: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For documents with byte-identical signatures: (representative of each doc, sorted list of representatives).
+@dataclass(frozen=True)
+class Sketch:
+    """What banding needs of a signature matrix: each document's band keys, a 128-bit digest of its whole
+    signature and its shingle count. Computed where the signatures are (a check's workers), it is what they send
+    back: 8 to 16 times smaller than the signatures, so less to pickle, ship and hold for millions of rows."""
+
+    bands: np.ndarray  # docs x bands, uint64
+    digest: np.ndarray  # docs x 2, uint64
+    counts: np.ndarray  # shingles per document (0: empty, never a candidate)
+
+    def __len__(self) -> int:
+        return int(self.counts.size)
+
+    @staticmethod
+    def concat(parts: Sequence[Sketch], bands: int) -> Sketch:
+        if not parts:
+            return Sketch(np.zeros((0, bands), np.uint64), np.zeros((0, 2), np.uint64), np.zeros(0, np.int64))
+        return Sketch(np.concatenate([p.bands for p in parts]), np.concatenate([p.digest for p in parts]),
+                      np.concatenate([p.counts for p in parts]))
+
+
+def sketch_signatures(sig: np.ndarray, counts: np.ndarray, plan: LshPlan) -> Sketch:
+    """The sketch of a signature matrix. The digest is two independent 64-bit hashes of all columns (forward and
+    reversed), so identical-signature grouping can only merge different signatures with probability ~2^-128."""
+    n = sig.shape[1]
+    if sig.shape[0] == 0:
+        return Sketch(np.zeros((0, plan.bands), np.uint64), np.zeros((0, 2), np.uint64), np.asarray(counts))
+    digest = np.column_stack((band_keys(sig, 1, n)[:, 0], band_keys(sig[:, ::-1], 1, n)[:, 0]))
+    return Sketch(band_keys(sig, plan.bands, plan.rows), digest, np.asarray(counts))
+
+
+def _full_signature_groups(digest: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For documents with identical signatures: (representative of each doc, sorted list of representatives).
 
     Exact (and template-heavy) duplicates would otherwise fill single LSH buckets with k^2 pairs; their identical
     signatures give identical band keys anyway, so banding the representative loses nothing.
@@ -380,13 +411,13 @@ def _full_signature_groups(sig: np.ndarray, docs: np.ndarray) -> tuple[np.ndarra
     rep = docs.copy()
     if docs.size < 2:
         return rep, docs
-    h = band_keys(sig[docs], 1, sig.shape[1])[:, 0]
+    h = digest[docs, 0]
     order = np.argsort(h, kind="stable")
     sh = h[order]
     same_as_prev = np.concatenate(([False], sh[1:] == sh[:-1]))
     run_start = np.maximum.accumulate(np.where(same_as_prev, 0, np.arange(docs.size)))
     cand_rep = order[run_start]  # first doc (lowest position) of its hash run
-    equal = np.all(sig[docs[order]] == sig[docs[cand_rep]], axis=1)  # confirm; a 64-bit collision stays separate
+    equal = digest[docs[order], 1] == digest[docs[cand_rep], 1]  # the second hash must agree too
     rep[order[equal]] = docs[cand_rep[equal]]
     reps = sorted_unique(rep)
     return rep, reps
@@ -405,22 +436,29 @@ class NearDupIndex:
 
     def __init__(
         self, texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None,
-        signatures: tuple[np.ndarray, np.ndarray] | None = None,
+        signatures: tuple[np.ndarray, np.ndarray] | Sketch | None = None,
     ) -> None:
+        """`signatures`: precomputed (signature matrix, shingle counts), or their `Sketch` for this config's plan."""
         self.config = config or NearDupConfig()
         self.texts = texts
         self.keys = _check_keys(keys, len(texts), "index")
         self.plan = self.config.plan()
         if signatures is None:
             signatures = compute_signatures(texts, self.config)
-        elif signatures[0].shape != (len(texts), self.config.minhash.num_perm) or len(signatures[1]) != len(texts):
-            raise ValueError("precomputed signatures do not match the texts and num_perm")
-        self.signatures, self.shingle_counts = signatures
+        if isinstance(signatures, Sketch):
+            if signatures.bands.shape != (len(texts), self.plan.bands) or signatures.digest.shape != (len(texts), 2):
+                raise ValueError("precomputed sketch does not match the texts and the LSH plan")
+            sk = signatures
+        else:
+            if signatures[0].shape != (len(texts), self.config.minhash.num_perm) or len(signatures[1]) != len(texts):
+                raise ValueError("precomputed signatures do not match the texts and num_perm")
+            sk = sketch_signatures(signatures[0], signatures[1], self.plan)
+        self.shingle_counts = sk.counts
         docs = np.flatnonzero(self.shingle_counts > 0)
-        self._rep, self._reps = _full_signature_groups(self.signatures, docs)
+        self._rep, self._reps = _full_signature_groups(sk.digest, docs)
         self._rep_of = np.full(len(texts), -1, dtype=np.int64)
         self._rep_of[docs] = self._rep
-        self._band_keys = band_keys(self.signatures[self._reps], self.plan.bands, self.plan.rows)
+        self._band_keys = sk.bands[self._reps]
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -597,7 +635,7 @@ def compute_signatures(texts: Sequence[str], config: NearDupConfig) -> tuple[np.
 
 def find_near_duplicates(
     texts: Sequence[str], keys: Sequence[Key] | None = None, config: NearDupConfig | None = None,
-    signatures: tuple[np.ndarray, np.ndarray] | None = None,
+    signatures: tuple[np.ndarray, np.ndarray] | Sketch | None = None,
 ) -> NearDupResult:
     """Near-duplicate clusters of ``texts``; in each, the row with the smallest key is kept.
 

@@ -205,3 +205,29 @@ def test_no_texts_and_key_validation() -> None:
         find_near_duplicates(["a", "b"], [(1,), (1,)])
     with pytest.raises(ValueError, match="keys"):
         find_near_duplicates(["a", "b"], [(1,)])
+
+
+def test_sketch_gives_the_same_result_as_signatures_and_keeps_near_identical_signatures_apart():
+    import numpy as np
+
+    from gate.dedup import NearDupConfig, compute_signatures, find_near_duplicates, sketch_signatures
+    from gate.dedup.cluster import _full_signature_groups
+
+    base = "the quick brown fox jumps over the lazy dog near the river bank at dawn " * 3
+    texts = [base, base + "again", base, "something else entirely " * 5, base + "again", ""]
+    cfg = NearDupConfig()
+    sig, counts = compute_signatures(texts, cfg)
+    a = find_near_duplicates(texts, None, cfg, (sig, counts))
+    b = find_near_duplicates(texts, None, cfg, sketch_signatures(sig, counts, cfg.plan()))
+    assert a == b and a.clusters
+    # two signatures that differ in one column: their first digest word may collide (forced here), the second
+    # word keeps them in separate identical-signature groups
+    sig2 = np.stack([sig[0], sig[0]]).copy()
+    sig2[1, 5] ^= 1
+    sk = sketch_signatures(sig2, np.array([3, 3]), cfg.plan())
+    forced = sk.digest.copy()
+    forced[1, 0] = forced[0, 0]
+    rep, reps = _full_signature_groups(forced, np.array([0, 1]))
+    assert rep.tolist() == [0, 1] and reps.tolist() == [0, 1]
+    same = sketch_signatures(np.stack([sig[0], sig[0]]), np.array([3, 3]), cfg.plan())
+    assert _full_signature_groups(same.digest, np.array([0, 1]))[0].tolist() == [0, 0]

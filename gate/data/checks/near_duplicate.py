@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from gate.contract import Contract
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.dedup_text import dedup_texts
@@ -30,25 +28,27 @@ class _ClusterCheck(Check):
         self._ids: list[str | None] = []
         self._digests: list[bytes] = []
         self._splits: list[str] = []
-        self._sigs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._sketches: list[Any] = []
         self._clustering: Clustering | None = None
 
     def map(self, batch: Batch) -> Any:
         key = f"neardup:{self._config}:{self.contract.text_roles}"
         if key not in batch.cache:  # computed once per batch for near_duplicate and leakage
-            from gate.dedup import compute_signatures
+            from gate.dedup import compute_signatures, sketch_signatures
 
             texts, digests = dedup_texts(batch, self.contract)
             out = []
             for (line, row), text, digest in zip(batch.rows, texts, digests, strict=True):
                 rid = row.get("id")
                 out.append((line, text, rid if isinstance(rid, str) else None, digest))
-            # signatures in the workers: shingling and MinHash are per row, so both cores share them
-            batch.cache[key] = (batch.split, out, compute_signatures(texts, self._config))
+            # shingling, MinHash and band keys in the workers (per row, so both cores share them); only the sketch
+            # travels back, not the signature matrix
+            sig, counts = compute_signatures(texts, self._config)
+            batch.cache[key] = (batch.split, out, sketch_signatures(sig, counts, self._config.plan()))
         return batch.cache[key]
 
     def reduce(self, partial: Any) -> None:
-        split, rows, sigs = partial
+        split, rows, sketch = partial
         if split not in self._splits:
             self._splits.append(split)
         s = self._splits.index(split)
@@ -57,16 +57,18 @@ class _ClusterCheck(Check):
             self._keys.append((s, line))
             self._ids.append(rid)
             self._digests.append(digest)
-        if sigs is not None:
-            self._sigs.append(sigs)
+        if sketch is not None:
+            self._sketches.append(sketch)
         self.counts["scanned"] += len(rows)
 
     def finish(self) -> None:
         if self._texts:
-            sigs = (np.concatenate([s for s, _ in self._sigs]), np.concatenate([c for _, c in self._sigs]))
-            self._sigs.clear()
+            from gate.dedup import Sketch
+
+            sketch = Sketch.concat(self._sketches, self._config.plan().bands)
+            self._sketches.clear()
             self._clustering = cluster(self._texts, self._keys, self._splits, self._ids, self._digests,
-                                       self.contract, sigs)
+                                       self.contract, sketch)
 
     def _plan_details(self) -> dict[str, Any]:
         if self._clustering is None:
