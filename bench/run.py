@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHES = ["check_throughput.py", "neardup.py", "pii_scan.py", "template_throughput.py"]
+BENCHES = ["check_throughput.py", "neardup.py", "pii_scan.py", "template_throughput.py", "service_load.py"]
 
 
 def main() -> int:

@@ -15,7 +15,7 @@ from gate.service.auth import create_token
 from gate.service.config import ServiceConfig
 from tests.conftest import CONTRACTS, triage_row, write_jsonl
 
-ROLES = ("ci", "evaluator", "release-manager", "viewer")
+ROLES = ("ci", "evaluator", "release-manager", "viewer", "admin")
 
 
 def _dataset(root: Path) -> None:
@@ -69,6 +69,9 @@ def _endpoints(svc):
         ("GET", "/releases", {}, everyone),
         ("POST", "/releases/r-none/promote", {}, {"release-manager"}),
         ("POST", "/releases/rollback", {"json": {"reason": "p95 latency doubled"}}, {"release-manager"}),
+        ("GET", "/tokens", {}, {"admin"}),
+        ("POST", "/tokens", {"json": {"name": "made-in-sweep", "role": "viewer"}}, {"admin"}),
+        ("DELETE", "/tokens/t-none", {}, {"admin"}),
     ]
 
 
@@ -84,7 +87,8 @@ def test_every_endpoint_under_every_role(service):
         for role in ROLES:
             res = c.request(method, path, headers=_auth(service["tokens"][role]), **kw)
             if role in allowed:
-                expected = {202} if method == "POST" else ({404} if "none" in path else {200})
+                expected = {201 if path == "/tokens" else 202} if method == "POST" else (
+                    {404} if "none" in path else {200})
                 assert res.status_code in expected, (method, path, role, res.status_code, res.text)
             else:
                 assert res.status_code == 403, (method, path, role, res.status_code, res.text)
@@ -96,15 +100,40 @@ def test_openapi_and_health_are_public_and_list_every_route(service):
     spec = c.get("/openapi.json").json()
     for _, path, _, _ in _endpoints(service):
         template = path.replace("job-none", "{job_id}").replace("run-none", "{run_id}").replace(
-            "report.md", "{name}").replace("r-none", "{release_id}")
+            "report.md", "{name}").replace("r-none", "{release_id}").replace("t-none", "{name}")
         assert template in spec["paths"], template
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
     import importlib.util
 
     if importlib.util.find_spec("gate.dashboard.routes"):  # the dashboard's pages are mounted under /dashboard
         assert "/dashboard/" in spec["paths"]
-        assert c.get("/dashboard/").status_code == 200
+        assert c.get("/dashboard/").status_code == 401  # the pages need a token too
+        assert c.get("/dashboard/", headers=_auth(service["tokens"]["viewer"])).status_code == 200
     assert c.get("/health").json()["status"] == "ok"
+
+
+def test_an_admin_manages_tokens_over_http(service):
+    """The way to manage tokens while the service holds the database: create (shown once), list, revoke."""
+    c, admin, viewer = service["client"], service["tokens"]["admin"], service["tokens"]["viewer"]
+    res = c.post("/tokens", headers=_auth(admin), json={"name": "new-ci", "role": "ci"})
+    assert res.status_code == 201 and res.headers["cache-control"] == "no-store"
+    made = res.json()
+    assert made["name"] == "new-ci" and made["role"] == "ci" and made["token"].startswith("gate_")
+    job = c.post("/checks", headers=_auth(made["token"]), json={"dataset": "triage", "contract": "triage.yaml"})
+    assert job.status_code == 202 and job.json()["submitted_by"] == "new-ci"  # the new token works at once
+    listed = c.get("/tokens", headers=_auth(admin))
+    assert {"name": "new-ci", "role": "ci", "revoked_at": None} in [
+        {k: t[k] for k in ("name", "role", "revoked_at")} for t in listed.json()]
+    assert made["token"].split("_", 2)[2] not in listed.text and "digest" not in listed.text
+    res = c.post("/tokens", headers=_auth(admin), json={"name": "new-ci", "role": "viewer"})
+    assert res.status_code == 409 and "already exists" in res.json()["detail"]
+    for bad in ({"name": "../x", "role": "ci"}, {"name": "x", "role": "root"}, {"name": "x"}):
+        assert c.post("/tokens", headers=_auth(admin), json=bad).status_code == 422, bad
+    assert c.delete("/tokens/new-ci", headers=_auth(admin)).json() == {"name": "new-ci", "revoked": True}
+    assert c.get("/jobs", headers=_auth(made["token"])).status_code == 401  # revoked: refused at once
+    assert c.delete("/tokens/new-ci", headers=_auth(admin)).status_code == 200  # again: still revoked, no error
+    assert c.delete("/tokens/ghost", headers=_auth(admin)).status_code == 404
+    assert c.post("/tokens", headers=_auth(viewer), json={"name": "sneaky", "role": "admin"}).status_code == 403
 
 
 def test_submitted_jobs_are_queued_with_confined_real_paths(service):
@@ -266,7 +295,7 @@ def test_a_score_job_runs_against_a_served_model(tmp_path):
                 assert c.get("/releases", headers=_auth(viewer)).status_code == 200
                 assert c.get("/scores/runs", headers=_auth(viewer)).status_code == 200
                 if dashboard:
-                    assert c.get("/dashboard/").status_code == 200
+                    assert c.get("/dashboard/", headers=_auth(viewer)).status_code == 200
             assert got["status"] == "done" and got["exit_code"] == 0, got["error"]
             assert got["result"] == {"complete": True}
             runs = c.get("/scores/runs", headers=_auth(viewer)).json()

@@ -2,6 +2,7 @@
 the service configuration file's errors."""
 
 import hashlib
+import importlib.util
 
 import duckdb
 import pytest
@@ -51,8 +52,8 @@ def test_tokens_are_stored_hashed_checked_and_revoked(tmp_path):
     assert verify_token(db, "gate_" + "0" * 16 + "_" + secret) is None
     with pytest.raises(GateError, match="already exists"):
         create_token(db, "release-bot", "viewer")
-    with pytest.raises(GateError, match="unknown role 'admin'"):
-        create_token(db, "x", "admin")
+    with pytest.raises(GateError, match="unknown role 'root'"):
+        create_token(db, "x", "root")
     with pytest.raises(GateError, match="token name"):
         create_token(db, "../x", "viewer")
     assert store.revoke_token(db, "release-bot") and verify_token(db, token) is None
@@ -117,25 +118,36 @@ def test_service_config_file_errors_name_the_file_and_field(tmp_path):
         load_config(bad)
 
 
-def test_read_write_policy_lasts_only_while_the_app_runs(tmp_path):
-    db = tmp_path / "g.duckdb"
-    duckdb.connect(str(db)).close()
-    original = duckdb.connect
+def test_single_writer_mode_lasts_only_while_the_app_runs(tmp_path):
+    """Inside the service, read-only requests (the release module's, the dashboard's) open on the service's one
+    database instead of clashing with it; outside it, read-only means read-only again."""
     from fastapi.testclient import TestClient
 
     from gate.service.app import create_app
     from gate.service.config import ServiceConfig
+    from gate.store.db import connect, is_held
 
-    cfg = ServiceConfig(roots=[tmp_path], db=str(db), state_dir=tmp_path / "state", run_jobs=False)
+    db = str(tmp_path / "g.duckdb")
+    cfg = ServiceConfig(roots=[tmp_path], db=db, state_dir=tmp_path / "state", run_jobs=False)
+    assert not is_held(db)
     with TestClient(create_app(cfg)):
-        con = duckdb.connect(str(db), read_only=True)  # what the release module and the dashboard ask for
-        con.execute("CREATE TABLE t (x INTEGER)").fetchall()  # opened read-write: no clash with the service's own
-        con.close()
-    assert duckdb.connect is original
-    con = duckdb.connect(str(db), read_only=True)
-    with pytest.raises(duckdb.Error):
-        con.execute("CREATE TABLE u (x INTEGER)").fetchall()
-    con.close()
+        assert is_held(db) and is_held(str(tmp_path / "." / "g.duckdb"))  # the same file by another spelling
+        with connect(db) as con:
+            con.execute("CREATE TABLE t (x INTEGER)").fetchall()
+            con.execute("INSERT INTO t VALUES (7)").fetchall()
+        with connect(db, read_only=True) as con:  # plain DuckDB would refuse: "different configuration"
+            assert con.execute("SELECT x FROM t").fetchall() == [(7,)]
+        if importlib.util.find_spec("gate.dashboard.queries"):
+            from gate.dashboard.queries import read_only
+
+            with read_only(db) as con:
+                assert con.execute("SELECT x FROM t").fetchall() == [(7,)]
+        assert store.list_jobs(db) == []  # the service's tables were made when it took the file
+    assert not is_held(db)
+    with connect(db, read_only=True) as con:
+        assert con.execute("SELECT x FROM t").fetchall() == [(7,)]
+        with pytest.raises(duckdb.Error, match="read-only"):
+            con.execute("CREATE TABLE u (x INTEGER)").fetchall()
 
 
 def test_serve_options_override_the_config_file(tmp_path):
@@ -153,3 +165,22 @@ def test_serve_options_override_the_config_file(tmp_path):
     with pytest.raises(GateError, match="at least one dataset root"):
         build_config(config=None, roots=[], db=None, state_dir=None, max_body_mb=None, max_upload_mb=None,
                      check_workers=None)
+
+
+def test_uploads_whose_job_was_never_queued_are_swept_at_start(tmp_path):
+    """The service died between saving an upload and queueing its job: nobody holds that job id, so the file goes."""
+    from fastapi.testclient import TestClient
+
+    from gate.service.app import create_app
+    from gate.service.config import ServiceConfig
+
+    cfg = ServiceConfig(roots=[tmp_path], db=str(tmp_path / "g.duckdb"), state_dir=tmp_path / "state",
+                        run_jobs=False)
+    for job_id in ("job-kept", "job-orphan"):
+        (cfg.uploads_dir / job_id).mkdir(parents=True)
+        (cfg.uploads_dir / job_id / "up.jsonl").write_text('{"id": 1}\n')
+    store.insert_job(cfg.db, "job-kept", "check", {"dataset": str(cfg.uploads_dir / "job-kept" / "up.jsonl")}, "ci",
+                     str(tmp_path / "r"))
+    with TestClient(create_app(cfg)):
+        assert sorted(p.name for p in cfg.uploads_dir.iterdir()) == ["job-kept"]
+    assert (cfg.uploads_dir / "job-kept" / "up.jsonl").read_text() == '{"id": 1}\n'

@@ -69,7 +69,7 @@ def setup(tmp_path_factory):
     (root / "triage.yaml").write_text((CONTRACTS / "triage.yaml").read_text())
     db = base / "g.duckdb"
     tokens = {}
-    for role in ("ci", "viewer"):
+    for role in ("ci", "viewer", "admin"):
         res = run_gate("token", "create", "--role", role, "--name", f"{role}-bot", "--db", str(db))
         assert res.returncode == 0, res.stderr
         tokens[role] = res.stdout.strip()
@@ -116,6 +116,41 @@ def test_cli_check_goes_through_the_service_with_gate_url(setup, tmp_path):
     res = run_gate("check", str(setup["base"] / "server.log"), "-c", str(root / "triage.yaml"), "-o",
                    str(tmp_path / "no"), env=env)
     assert res.returncode == 1 and "outside the service's dataset roots" in res.stderr
+
+
+def test_gate_token_while_the_service_holds_the_database(setup):
+    """Locally: one line at once naming the service and the way through it; through it (--url): create, list,
+    revoke with an admin token."""
+    s, db = setup["server"], str(setup["db"])
+    t0 = time.monotonic()
+    res = run_gate("token", "create", "--role", "viewer", "--name", "late", "--db", db)
+    assert res.returncode == 1, res.stderr
+    line = res.stderr.strip()
+    assert len(line.splitlines()) == 1 and "Traceback" not in line
+    assert line.startswith(f"gate: error: {db}: a running `gate serve` (PID {s.proc.pid}) holds the gate database")
+    assert f"--url {s.url}` and an admin token in GATE_TOKEN" in line
+    assert time.monotonic() - t0 < 8  # said at once, not after the 10 s wait for a short-lived writer
+    for args in (("list",), ("revoke", "ci-bot")):
+        res = run_gate("token", *args, "--db", db)
+        assert res.returncode == 1 and "a running `gate serve`" in res.stderr, res.stderr
+
+    admin = {"GATE_TOKEN": setup["tokens"]["admin"]}
+    res = run_gate("token", "create", "--role", "viewer", "--name", "late", "--url", s.url, env=admin)
+    assert res.returncode == 0, res.stderr
+    late = res.stdout.strip()
+    assert late.startswith("gate_") and f"created on {s.url}" in res.stderr
+    auth = {"Authorization": f"Bearer {late}"}
+    assert httpx.get(f"{s.url}/jobs", headers=auth).status_code == 200
+    res = run_gate("token", "list", env={**admin, "GATE_URL": s.url})  # GATE_URL does as well as --url
+    assert res.returncode == 0 and "late\tviewer" in res.stdout and "gate_" not in res.stdout, res.stderr
+    res = run_gate("token", "revoke", "late", "--url", s.url, env=admin)
+    assert res.returncode == 0 and "revoked" in res.stdout, res.stderr
+    assert httpx.get(f"{s.url}/jobs", headers=auth).status_code == 401
+    # a token that may not manage tokens, and none at all: one line each
+    res = run_gate("token", "list", "--url", s.url, env={"GATE_TOKEN": setup["tokens"]["ci"]})
+    assert res.returncode == 1 and "HTTP 403" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    res = run_gate("token", "list", "--url", s.url, env={"GATE_TOKEN": ""})
+    assert res.returncode == 1 and "GATE_TOKEN: an admin token is needed" in res.stderr
 
 
 def test_a_job_survives_kill_9_of_the_server(setup):

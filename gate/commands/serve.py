@@ -6,6 +6,8 @@ from pathlib import Path
 
 from gate.service.config import MIB, ServiceConfig, load_config
 
+KEEP_ALIVE_S = 20
+
 
 def build_config(*, config: str | None, roots: list[str], db: str | None, state_dir: str | None,
                  max_body_mb: float | None, max_upload_mb: float | None, check_workers: int | None) -> ServiceConfig:
@@ -30,5 +32,8 @@ def run_serve_command(*, host: str, port: int, **kw: object) -> int:
     cfg = build_config(**kw)  # type: ignore[arg-type]
     print(f"gate serve: http://{host}:{port} · roots {', '.join(map(str, cfg.roots))} · db {cfg.db} · "
           f"OpenAPI at /openapi.json", flush=True)
-    uvicorn.run(create_app(cfg), host=host, port=port, log_level="info", access_log=False)
+    # keep-alive well past the clients' own idle expiry (httpx: 5 s): with uvicorn's default of 5 s, a busy server
+    # closes a connection just as a client reuses it, and that request fails with a read error instead of an answer
+    uvicorn.run(create_app(cfg), host=host, port=port, log_level="info", access_log=False,
+                timeout_keep_alive=KEEP_ALIVE_S)
     return 0

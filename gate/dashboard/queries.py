@@ -34,13 +34,15 @@ def read_only(path: str) -> Iterator[Any | None]:
     """A read-only connection, or None when there is no record yet; retries while a writer holds the file lock."""
     import duckdb
 
+    from gate.store.db import open_duckdb  # inside `gate serve`: a cursor on the service's one database
+
     if not Path(path).exists():
         yield None
         return
     con = None
     for attempt in range(LOCK_RETRIES):
         try:
-            con = duckdb.connect(path, read_only=True)
+            con = open_duckdb(path, read_only=True)
             break
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or attempt == LOCK_RETRIES - 1:

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from gate import __version__
 from gate.errors import GateError
-from gate.service.auth import Perm, Principal, verify_token
+from gate.service.auth import Perm, Principal, Role, create_token, verify_token
 from gate.service.config import ServiceConfig
 from gate.service.jobs import REPORT_FILES, JobRunner, get_job, list_jobs, new_job_id, submit
 from gate.service.limits import BodyLimit
@@ -64,6 +64,12 @@ class ScoreRequest(BaseModel):
     baseline_model_hash: str | None = None
 
 
+class TokenRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$", description="Who or what holds it (unique).")
+    role: Role
+
+
 def _confine(cfg: ServiceConfig, raw: str, field: str) -> str:
     try:
         return str(confine(raw, cfg.roots))
@@ -76,7 +82,7 @@ def _rows(cfg: ServiceConfig, sql: str, args: list[Any], table: str) -> list[dic
     import json
 
     with store.service_db(cfg.db, ddl=False) as con:
-        if not store.has_table(con, table):
+        if not store.has_table(con, table, cfg.db):
             return []
         cur = con.execute(sql, args)
         cols = [d[0] for d in cur.description]
@@ -94,19 +100,30 @@ def _rows(cfg: ServiceConfig, sql: str, args: list[Any], table: str) -> list[dic
         return out
 
 
+def _sweep_orphan_uploads(cfg: ServiceConfig) -> None:
+    """Uploads whose job was never queued (the service died between saving the file and queueing the job): nobody
+    was told of such a job, so nothing refers to the file; removed at start, before any request is served."""
+    if not cfg.uploads_dir.is_dir():
+        return
+    for d in cfg.uploads_dir.iterdir():
+        if store.get_job(cfg.db, d.name) is None:
+            log.warning("removing upload %s: its job was never queued", d.name)
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def create_app(cfg: ServiceConfig) -> FastAPI:
     """The service for one configuration; the job worker starts and stops with the app's lifespan."""
     runner = JobRunner(cfg) if cfg.run_jobs else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        from gate.service.dbpolicy import read_write_only
+        from gate.store.db import single_writer
 
         cfg.state_dir.mkdir(parents=True, exist_ok=True)
-        with read_write_only(), store.service_db(cfg.db) as keep_open:
-            # held for the app's life: the database instance stays open, so each request's own connection costs
-            # about a millisecond instead of reopening the file (~100 ms); the service is the file's one process
-            del keep_open
+        # the service is the file's one process for its life: every connection in it (the worker's core functions,
+        # read-only ones included, and each request's) is a cursor on this one database, costing microseconds
+        with single_writer(cfg.db, ddl=store.DDL):
+            _sweep_orphan_uploads(cfg)
             if runner is not None:
                 runner.start()
             yield
@@ -256,6 +273,38 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
         rel = _rows(cfg, "SELECT * FROM releases ORDER BY created_at, release_id", [], "releases")
         hist = _rows(cfg, "SELECT * FROM release_pointer ORDER BY seq", [], "release_pointer")
         return {"current": hist[-1]["release_id"] if hist else None, "releases": rel, "history": hist}
+
+    # Tokens over HTTP: while the service runs it holds the database file, so `gate token --url` comes here.
+    Admin = Annotated[Principal, Depends(require(Perm.manage_tokens))]
+
+    @app.get("/tokens", tags=["tokens"])
+    def tokens(_: Admin) -> list[dict[str, Any]]:
+        """Names, roles and states; never a token or its digest."""
+        return store.list_tokens(cfg.db)
+
+    @app.post("/tokens", status_code=201, tags=["tokens"])
+    def new_token(body: TokenRequest, who: Admin, response: Response) -> dict[str, str]:
+        """Create a token; this response is the only time it is shown (only its salted digest is stored)."""
+        if any(t["name"] == body.name for t in store.list_tokens(cfg.db)):
+            raise HTTPException(409, f"a token named {body.name!r} already exists (revoke it first or pick another "
+                                     "name)")
+        try:
+            token = create_token(cfg.db, body.name, body.role.value)
+        except GateError as exc:  # the same name created by a concurrent request since the look above
+            if "already exists" not in str(exc):
+                raise
+            raise HTTPException(409, str(exc)) from None
+        response.headers["Cache-Control"] = "no-store"
+        log.info("token %r (%s) created by %s", body.name, body.role.value, who.name)
+        return {"name": body.name, "role": body.role.value, "token": token}
+
+    @app.delete("/tokens/{name}", tags=["tokens"])
+    def revoke(name: str, who: Admin) -> dict[str, Any]:
+        """Revoke a token at once: its next request gets 401. Revoking a revoked token is not an error."""
+        if not store.revoke_token(cfg.db, name):
+            raise HTTPException(404, f"no token named {name!r}")
+        log.info("token %r revoked by %s", name, who.name)
+        return {"name": name, "revoked": True}
 
     from gate.service import release_actions
 

@@ -11,8 +11,10 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from gate.errors import GateError
 
@@ -22,6 +24,7 @@ class Role(StrEnum):
     evaluator = "evaluator"
     release_manager = "release-manager"
     viewer = "viewer"
+    admin = "admin"
 
 
 class Perm(StrEnum):
@@ -29,14 +32,17 @@ class Perm(StrEnum):
     submit_check = "submit_check"
     submit_score = "submit_score"
     release = "release"
+    manage_tokens = "manage_tokens"
 
 
-#: Every role reads; each writes only its own kind of thing.
+#: Every role reads; each writes only its own kind of thing (admin: the tokens, so they can be managed over HTTP
+#: while the service holds the database file).
 GRANTS: dict[Role, frozenset[Perm]] = {
     Role.ci: frozenset({Perm.read, Perm.submit_check}),
     Role.evaluator: frozenset({Perm.read, Perm.submit_score}),
     Role.release_manager: frozenset({Perm.read, Perm.release}),
     Role.viewer: frozenset({Perm.read}),
+    Role.admin: frozenset({Perm.read, Perm.manage_tokens}),
 }
 
 PREFIX = "gate_"
@@ -72,16 +78,37 @@ def create_token(db: str | None, name: str, role: str) -> str:
     return f"{PREFIX}{token_id}_{secret}"
 
 
-def verify_token(db: str | None, token: str) -> Principal | None:
-    """The principal a token stands for, or None when it is malformed, unknown, wrong or revoked."""
-    from gate.store.service import find_token
-
+def parse_token(token: str) -> tuple[str, str] | None:
+    """(public id, secret) of a well-formed token; None for anything else."""
     m = _TOKEN.match(token)
-    if not m:
-        return None
-    row = find_token(db, m.group(1))
+    return (m.group(1), m.group(2)) if m else None
+
+
+def principal_of(row: dict[str, Any] | None, secret: str | None) -> Principal | None:
+    """The principal a stored token row stands for, or None when it is missing or revoked, or (when a secret is
+    given) the secret does not match its digest. `secret=None` is for a signed dashboard session, which proved
+    the secret at login and must still lose its access the moment the token is revoked."""
     if row is None or row["revoked"]:
         return None
-    if not hmac.compare_digest(row["digest"], _digest(row["salt"], m.group(2))):
+    if secret is not None and not hmac.compare_digest(row["digest"], _digest(row["salt"], secret)):
         return None
-    return Principal(row["name"], Role(row["role"]))
+    try:
+        return Principal(row["name"], Role(row["role"]))
+    except ValueError:  # a role this version does not know grants nothing
+        return None
+
+
+def verify_token(db: str | None, token: str,
+                 find: Callable[[str], dict[str, Any] | None] | None = None) -> Principal | None:
+    """The principal a token stands for, or None when it is malformed, unknown, wrong or revoked.
+
+    `find` looks a token row up by its public id (default: the service's read-write store); the standalone
+    dashboard passes a read-only lookup so that viewing never takes the file's write lock."""
+    parsed = parse_token(token)
+    if parsed is None:
+        return None
+    if find is None:
+        from gate.store.service import find_token
+
+        return principal_of(find_token(db, parsed[0]), parsed[1])
+    return principal_of(find(parsed[0]), parsed[1])

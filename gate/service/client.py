@@ -1,4 +1,5 @@
-"""The CLI's side of a shared service: with GATE_URL set, `gate check` becomes a job there and waits for it.
+"""The CLI's side of a shared service: with GATE_URL set, `gate check` becomes a job there and waits for it, and
+`gate token` manages the tokens there (with an admin token).
 
 Why through the service: DuckDB admits one writing process, and on a shared record that process is the service;
 a CLI writing the same file directly would either be locked out or race it. The reports come back into the local
@@ -61,6 +62,17 @@ class ServiceClient:
 
     def file(self, job_id: str, name: str) -> bytes:
         return self._call("GET", f"/jobs/{job_id}/files/{name}").content
+
+    def create_token(self, name: str, role: str) -> str:
+        return str(self._call("POST", "/tokens", json={"name": name, "role": role}).json()["token"])
+
+    def revoke_token(self, name: str) -> None:
+        from urllib.parse import quote
+
+        self._call("DELETE", f"/tokens/{quote(name, safe='')}")
+
+    def list_tokens(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/tokens").json())
 
 
 def remote_check(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None, fail_on: str,

@@ -70,7 +70,8 @@ def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any
                                  baseline_adapter=p.get("baseline_adapter"),
                                  chat_template=p.get("chat_template"), model_hash=p.get("model_hash"),
                                  baseline_model_hash=p.get("baseline_model_hash"))
-        return code, {"complete": code == ExitCode.PASS}
+        # complete: every answer scored and recorded; the exit code carries the decision (0 PROMOTE, 100 BLOCK)
+        return code, {"complete": code in (ExitCode.PASS, ExitCode.GATE_FAILED)}
     if job["kind"] in ("promote", "rollback"):
         from gate.service.release_actions import execute_release_job
 
@@ -78,19 +79,25 @@ def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any
     raise GateError(f"unknown job kind {job['kind']!r}")
 
 
-def run_one(cfg: ServiceConfig, job: dict[str, Any]) -> None:
-    """Runs a claimed job and records its end; a bad input is a failed job with the one-line reason."""
+def run_one(cfg: ServiceConfig, job: dict[str, Any], stopping: threading.Event | None = None) -> None:
+    """Runs a claimed job and records its end; a bad input is a failed job with the one-line reason.
+
+    A job that breaks while the service stops (its database connection closed under it) is not failed: it stays
+    `running`, like one a crash interrupts, and the next start requeues it."""
     Path(job["report_dir"]).parent.mkdir(parents=True, exist_ok=True)
     try:
         code, result = execute(cfg, job)
-    except GateError as exc:
+    except Exception as exc:
+        if stopping is not None and stopping.is_set():
+            log.warning("job %s interrupted by the service stopping; it is requeued at the next start", job["job_id"])
+            return
+        if isinstance(exc, GateError):
+            error = str(exc)
+        else:  # a bug in a check must not kill the worker; the job says what happened, the log has the traceback
+            log.error("job %s crashed:\n%s", job["job_id"], traceback.format_exc())
+            error = f"internal error: {type(exc).__name__}: {exc}"
         store.finish_job(cfg.db, job["job_id"], status="failed", exit_code=int(ExitCode.ERROR), result=None,
-                         error=str(exc))
-        return
-    except Exception as exc:  # a bug in a check must not kill the worker; the job says what happened
-        log.error("job %s crashed:\n%s", job["job_id"], traceback.format_exc())
-        store.finish_job(cfg.db, job["job_id"], status="failed", exit_code=int(ExitCode.ERROR), result=None,
-                         error=f"internal error: {type(exc).__name__}: {exc}")
+                         error=error)
         return
     status = "done" if code in (ExitCode.PASS, ExitCode.GATE_FAILED) else "failed"
     # a finished job keeps the note of an earlier interrupted attempt: its history, not an error of this one
@@ -135,4 +142,4 @@ class JobRunner:
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
                 continue
-            run_one(self.cfg, job)
+            run_one(self.cfg, job, self._stop)

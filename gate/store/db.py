@@ -3,14 +3,18 @@
 One short-lived connection per write: DuckDB allows one writer process per file, so the CLI opens,
 writes in a single transaction and closes. Bulk rows go in through Arrow (register + INSERT ... SELECT),
 which is two to three orders of magnitude faster than executemany. Every result is drained, so the
-same code runs on DuckDB 1.5 and 2.x.
+same code runs on DuckDB 1.5 and 2.x. A process that owns the file for its whole life (`gate serve`) takes it
+with `single_writer()`, and every connection in it is then a cursor on that one database (see there).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,20 +48,132 @@ def db_path(option: str | None = None) -> str:
     return option or os.environ.get("GATE_DB") or DEFAULT_DB
 
 
-@contextmanager
-def connect(path: str | None = None, *, read_only: bool = False) -> Iterator[Any]:
+class DatabaseLocked(GateError):
+    """Another process holds the record's file lock.
+
+    `service_pid` is set when that process is a running `gate serve`: it holds the file for its whole life, so
+    waiting is pointless and the caller can point the user at the service instead (`holder_argv`: its command
+    line, where it listens)."""
+
+    def __init__(self, target: str, holder_pid: int | None, holder_argv: list[str] | None) -> None:
+        service = _is_service(holder_argv)
+        who = f"a running `gate serve` (PID {holder_pid})" if service else \
+            f"another process{f' (PID {holder_pid})' if holder_pid else ''}"
+        hint = "send this through the service (GATE_URL) or stop it; its jobs survive the restart" if service \
+            else "try again when it has finished"
+        super().__init__(f"{who} holds the gate database ({hint})", file=target)
+        self.holder_pid = holder_pid
+        self.holder_argv = holder_argv
+        self.service_pid = holder_pid if service else None
+
+
+_HOLDER_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def _is_service(argv: list[str] | None) -> bool:
+    return argv is not None and "serve" in argv and any(Path(a).name == "gate" for a in argv)
+
+
+def _lock_holder(message: str) -> tuple[int | None, list[str] | None]:
+    """PID and command line of the process DuckDB names in a lock error (Linux /proc; else unknown)."""
+    m = _HOLDER_PID.search(message)
+    if not m:
+        return None, None
+    pid = int(m.group(1))
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid, None
+    return pid, [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+# Single-writer mode. DuckDB lets one process open a file read-write, and inside that process every read-write
+# connection shares one database instance, but it refuses a read-only connection beside a read-write one
+# ("different configuration"). The service is such a process for its whole life: its worker thread runs the CLI's
+# own functions, some of which read through `read_only=True`. So while a process holds a file with
+# `single_writer()`, every connection to that file this module hands out (read-only requests included) is a new
+# connection (cursor) on the one held database: reads see committed writes, and nothing reopens the file.
+_held: dict[str, list[Any]] = {}  # real path -> [held connection, nesting depth]
+_held_lock = threading.Lock()
+
+
+def _key(target: str) -> str:
+    return os.path.realpath(target)
+
+
+def is_held(path: str | None = None) -> bool:
+    """True while this process holds the file with `single_writer()` (its schema was made when it was taken)."""
+    return bool(_held) and _key(db_path(path)) in _held
+
+
+def open_duckdb(target: str, *, read_only: bool = False) -> Any:
+    """A new DuckDB connection to `target`; DuckDB's own errors propagate (the caller decides to wait or say so).
+
+    The one place a connection to the record is made. Under `single_writer()` it is a cursor on the held database,
+    read-write even when `read_only` is asked: those callers only read."""
+    if _held:
+        with _held_lock:
+            held = _held.get(_key(target))
+            if held is not None:
+                return held[0].cursor()
     import duckdb
 
+    return duckdb.connect(target, read_only=read_only)
+
+
+@contextmanager
+def single_writer(path: str | None = None, *, ddl: Sequence[str] = ()) -> Iterator[None]:
+    """Makes this process the record's one opener for the block: see `_held` above. Nests (same file).
+
+    The schema (and `ddl`, the caller's own tables) is made once here, so the many short connections that follow
+    skip it: concurrent schema statements on a busy service are write conflicts waiting to happen."""
+    target = db_path(path)
+    with connect(target, extra_ddl=ddl) as con:
+        key = _key(target)
+        with _held_lock:
+            entry = _held.setdefault(key, [con, 0])
+            entry[1] += 1
+        try:
+            yield
+        finally:
+            with _held_lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del _held[key]
+
+
+def _open(target: str, read_only: bool, wait_s: float) -> Any:
+    import duckdb
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return open_duckdb(target, read_only=read_only)
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0]
+            if "lock" not in first.lower():
+                raise GateError(f"cannot open the gate database ({first})", file=target) from None
+            pid, argv = _lock_holder(first)
+            if _is_service(argv) or time.monotonic() >= deadline:
+                raise DatabaseLocked(target, pid, argv) from None
+            time.sleep(0.05)
+
+
+@contextmanager
+def connect(path: str | None = None, *, read_only: bool = False, wait_s: float = 0.0,
+            extra_ddl: Sequence[str] = (), ddl: bool = True) -> Iterator[Any]:
+    """A short connection to the record, closed at the end of the block.
+
+    `wait_s`: how long to retry while another process holds the file (not when it is `gate serve`, which holds it
+    for good: DatabaseLocked at once). A read-write connection makes the schema (plus `extra_ddl`) unless `ddl` is
+    False or this process holds the file (made then)."""
     target = db_path(path)
     if read_only and not Path(target).exists():
         raise GateError("no gate database yet (run `gate check` first)", file=target)
+    con = _open(target, read_only, wait_s)
     try:
-        con = duckdb.connect(target, read_only=read_only)
-    except duckdb.Error as exc:
-        raise GateError(f"cannot open the gate database ({str(exc).splitlines()[0]})", file=target) from None
-    try:
-        if not read_only:
-            for stmt in DDL:
+        if ddl and not read_only and not is_held(target):
+            for stmt in (*DDL, *extra_ddl):
                 con.execute(stmt).fetchall()
             con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]).fetchall()
         yield con

@@ -3,23 +3,22 @@
 Why in DuckDB and not in memory: a job must survive a restart of the service (it is either finished, requeued or
 failed with a reason, never lost), and a token must outlive the process that checks it. Same discipline as
 `gate.store.db`: short connections, every result drained. While the service runs it is the one process that opens
-the file, and inside it every connection is read-write: DuckDB shares one database instance between the
-connections of a process, but refuses a read-only connection beside a read-write one, and across processes a
-reader's shared lock would block the writer. A CLI command that needs the file while the service holds it waits
-briefly for the lock, then says so in one line.
+the file (`gate.store.db.single_writer`): every connection here is a cursor on its one database. Another process
+that needs the file meanwhile is told at once, in one line, that the service holds it (`DatabaseLocked`); a
+shorter holder (a CLI writer) is waited for up to LOCK_WAIT_S.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from os.path import realpath
 from typing import Any
 
 from gate.errors import GateError
-from gate.store.db import connect
+from gate.store.db import connect, db_path, is_held
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS jobs (
@@ -46,51 +45,16 @@ def service_db(path: str | None, *, read_only: bool = False, ddl: bool = True) -
 
     `ddl=False` skips creating the tables (and the schema stamp `gate.store.db.connect` writes): the service's
     reads, which run on every request and find the tables already made at start-up. Read-only on a file that does
-    not exist yet yields None: nothing has been recorded."""
+    not exist yet yields None: nothing has been recorded. A running `gate serve` holding the file is said at once
+    (DatabaseLocked), not waited for."""
     from pathlib import Path
-
-    from gate.store.db import db_path
 
     target = db_path(path)
     if (read_only or not ddl) and not Path(target).exists():
         yield None
         return
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            if ddl:
-                cm = connect(path, read_only=read_only)
-                con = cm.__enter__()
-            else:
-                import duckdb
-
-                cm, con = None, duckdb.connect(target, read_only=read_only)
-            break
-        except GateError as exc:
-            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                raise GateError(f"{exc} (a running `gate serve` holds the file: stop it for this command; its "
-                                "jobs survive the restart)" if "lock" in str(exc).lower() else str(exc)) from None
-            time.sleep(0.02)
-        except Exception as exc:  # duckdb errors of the plain connection
-            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                raise GateError(f"cannot open the gate database ({str(exc).splitlines()[0]})", file=target) from None
-            time.sleep(0.02)
-    if cm is None:
-        try:
-            yield con
-        finally:
-            con.close()
-        return
-    try:
-        if not read_only:
-            for stmt in DDL:
-                con.execute(stmt).fetchall()
+    with connect(target, read_only=read_only, wait_s=LOCK_WAIT_S, extra_ddl=DDL, ddl=ddl) as con:
         yield con
-    except BaseException as exc:
-        if not cm.__exit__(type(exc), exc, exc.__traceback__):
-            raise
-    else:
-        cm.__exit__(None, None, None)
 
 
 def _job_dict(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -111,14 +75,27 @@ def insert_job(path: str | None, job_id: str, kind: str, params: dict[str, Any],
                     [job_id, kind, json.dumps(params), submitted_by, created_at or now(), report_dir]).fetchall()
 
 
-def has_table(con: Any, name: str) -> bool:
-    return con is not None and bool(con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchall()[0][0])
+_EXISTING: set[tuple[str, str]] = set()  # (real path, table) seen to exist in a file this process holds
+
+
+def has_table(con: Any, name: str, path: str | None = None) -> bool:
+    """Whether the record has the table yet. In a process holding the file (`path` given), a table once seen is
+    remembered: gate never drops one and no other process writes the file, and the lookup would otherwise be most
+    of a request's cost."""
+    if con is None:
+        return False
+    key = (realpath(db_path(path)), name) if path is not None and is_held(path) else None
+    if key is not None and key in _EXISTING:
+        return True
+    found = bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[0][0])
+    if found and key is not None:
+        _EXISTING.add(key)
+    return found
 
 
 def get_job(path: str | None, job_id: str) -> dict[str, Any] | None:
     with service_db(path, ddl=False) as con:
-        if not has_table(con, "jobs"):
+        if not has_table(con, "jobs", path):
             return None
         rows = con.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?", [job_id]).fetchall()
     return _job_dict(rows[0]) if rows else None
@@ -127,7 +104,7 @@ def get_job(path: str | None, job_id: str) -> dict[str, Any] | None:
 def list_jobs(path: str | None, *, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     where, args = ("WHERE status = ?", [status]) if status else ("", [])
     with service_db(path, ddl=False) as con:
-        if not has_table(con, "jobs"):
+        if not has_table(con, "jobs", path):
             return []
         rows = con.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs {where} ORDER BY created_at DESC LIMIT ?",
                            [*args, limit]).fetchall()
@@ -191,7 +168,7 @@ def insert_token(path: str | None, *, name: str, token_id: str, role: str, salt:
 
 def find_token(path: str | None, token_id: str) -> dict[str, Any] | None:
     with service_db(path, ddl=False) as con:
-        if not has_table(con, "tokens"):
+        if not has_table(con, "tokens", path):
             return None
         rows = con.execute("SELECT name, role, salt, digest, revoked_at FROM tokens WHERE token_id = ?",
                            [token_id]).fetchall()
@@ -213,7 +190,7 @@ def revoke_token(path: str | None, name: str) -> bool:
 
 def list_tokens(path: str | None, *, read_only: bool = False) -> list[dict[str, Any]]:
     with service_db(path, read_only=read_only) as con:
-        if not has_table(con, "tokens"):
+        if not has_table(con, "tokens", path):
             return []
         rows = con.execute("SELECT name, role, created_at, revoked_at FROM tokens ORDER BY created_at").fetchall()
     return [{"name": n, "role": r, "created_at": c.isoformat(), "revoked_at": v.isoformat() if v else None}
