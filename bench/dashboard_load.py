@@ -51,6 +51,10 @@ def _pct(values: list[float], q: float) -> float:
     return s[k]
 
 
+#: a viewer's bearer token, made in the seeded record by main(): the dashboard requires one, like any reader
+AUTH: dict[str, str] = {}
+
+
 async def _load(url: str, clients: int, seconds: float) -> dict[str, object]:
     import httpx
 
@@ -58,7 +62,7 @@ async def _load(url: str, clients: int, seconds: float) -> dict[str, object]:
     errors = 0
     nbytes = 0
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=60, headers=AUTH) as client:
         stop = time.perf_counter() + seconds
 
         async def worker() -> None:
@@ -103,8 +107,10 @@ def _wrk(url: str, clients: int, seconds: float) -> dict[str, object]:
         fh.write(WRK_SCRIPT)
         script = fh.name
     try:
+        auth = [a for k, v in AUTH.items() for a in ("-H", f"{k}: {v}")]
         out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{int(seconds)}s", "--timeout", "30s", "-s", script,
-                              "-H", "Accept-Encoding: gzip", url], capture_output=True, text=True, check=True).stdout
+                              "-H", "Accept-Encoding: gzip", *auth, url], capture_output=True, text=True,
+                             check=True).stdout
     finally:
         os.unlink(script)
     r = json.loads(next(line[4:] for line in out.splitlines() if line.startswith("WRK ")))
@@ -141,7 +147,7 @@ def run_mode(db: str, cache: bool, generator: str) -> dict[str, object]:
     proc, url = _serve(db, cache)
     try:
         t0 = time.perf_counter()
-        first = httpx.get(url, timeout=120)
+        first = httpx.get(url, timeout=120, headers=AUTH)
         cold_ms = (time.perf_counter() - t0) * 1000
         assert first.status_code == 200 and "scorecard-09" in first.text, first.status_code
         server = psutil.Process(proc.pid)
@@ -168,6 +174,9 @@ def main() -> int:
         p.unlink(missing_ok=True)
     t0 = time.perf_counter()
     n = seed_bulk(str(db), scorecards=SCORECARDS, releases=RELEASES)
+    from gate.service.auth import create_token
+
+    AUTH["Authorization"] = f"Bearer {create_token(str(db), 'bench-viewer', 'viewer')}"
     seed_s = time.perf_counter() - t0
     load_before = os.getloadavg()
     generator = "wrk" if shutil.which("wrk") else "httpx.AsyncClient"

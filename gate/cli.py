@@ -500,40 +500,51 @@ class TokenRole(StrEnum):
     evaluator = "evaluator"
     release_manager = "release-manager"
     viewer = "viewer"
+    admin = "admin"
+
+
+_TOKEN_DB = typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")
+_TOKEN_URL = typer.Option("--url", envvar="GATE_URL", show_envvar=False,
+                          help="A running `gate serve` (it holds the database): manage its tokens over HTTP with an "
+                               "admin token in GATE_TOKEN [env GATE_URL].")
 
 
 @token_app.command("create")
 def token_create(
     role: Annotated[TokenRole, typer.Option("--role", help="ci: submit checks; evaluator: run scores; "
-                                                           "release-manager: promote and roll back; viewer: read.")],
+                                                           "release-manager: promote and roll back; viewer: read; "
+                                                           "admin: manage tokens over HTTP.")],
     name: Annotated[str, typer.Option("--name", help="Who or what holds it (unique).")],
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _TOKEN_DB] = None,
+    url: Annotated[str | None, _TOKEN_URL] = None,
 ) -> None:
     """Create a token and print it once."""
     from gate.commands.token import token_create as run
 
-    raise typer.Exit(run(name=name, role=role.value, db=db))
+    raise typer.Exit(run(name=name, role=role.value, db=db, url=url))
 
 
 @token_app.command("revoke")
 def token_revoke(
     name: Annotated[str, typer.Argument(help="The token's name.")],
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _TOKEN_DB] = None,
+    url: Annotated[str | None, _TOKEN_URL] = None,
 ) -> None:
     """Revoke a token at once; requests with it get 401."""
     from gate.commands.token import token_revoke as run
 
-    raise typer.Exit(run(name=name, db=db))
+    raise typer.Exit(run(name=name, db=db, url=url))
 
 
 @token_app.command("list")
 def token_list(
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _TOKEN_DB] = None,
+    url: Annotated[str | None, _TOKEN_URL] = None,
 ) -> None:
     """List tokens (names, roles, state; never the tokens)."""
     from gate.commands.token import token_list as run
 
-    raise typer.Exit(run(db=db))
+    raise typer.Exit(run(db=db, url=url))
 # ---- end: service ----
 
 # ---- area: dashboard / report html -- issue 8 ----
@@ -555,11 +566,14 @@ def dashboard(
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8050,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="Serve without tokens; only with a loopback --host "
+                                                            "(127.0.0.1, ::1, localhost).")] = False,
 ) -> None:
-    """Serve the release dashboard (read-only) for local viewing; Ctrl-C stops it."""
+    """Serve the release dashboard (read-only); Ctrl-C stops it. Viewers log in at /login with a token from
+    `gate token create --role viewer` (or send `Authorization: Bearer`); --no-auth is for your own machine only."""
     from gate.commands.dashboard import run_dashboard
 
-    raise typer.Exit(run_dashboard(db=db, host=host, port=port))
+    raise typer.Exit(run_dashboard(db=db, host=host, port=port, no_auth=no_auth))
 # ---- end: dashboard ----
 
 # ---- area: incremental index / ray -- issue 9 ----

@@ -5,7 +5,8 @@ what kind, not the value itself), takes the value out of that row by the shape t
 it in, and refuses to return fewer values than there are planted faults: a scan that looks for nothing
 passes for the wrong reason. `scan(...)` then searches files, directory trees, DuckDB files and strings for
 each value and its obvious variants (without spaces; each line of a private key) and returns every hit.
-Reusable for the service and dashboard pages: pass their bodies as `texts`.
+The service's reads and the dashboard's pages are scanned by tests/test_no_leaks.py: their bodies go in as
+`texts` (JSON answers also as `strings_of(...)`, since escapes would hide a value from a plain search).
 """
 
 from __future__ import annotations
@@ -85,6 +86,11 @@ def planted_values(dataset: str | Path) -> list[Planted]:
             raise AssertionError(f"no {f['note']} value found in {dataset.name} {where}: update PATTERNS")
         out += [Planted(f["note"], where, v) for v in found]
     return out
+
+
+def strings_of(node: object) -> list[str]:
+    """Every string in a parsed JSON document (escapes undone), for scanning an API answer."""
+    return _strings(node)
 
 
 def _duckdb_texts(path: Path) -> list[tuple[str, str]]:

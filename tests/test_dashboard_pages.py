@@ -1,8 +1,12 @@
-"""Dashboard pages through the FastAPI router (in-process ASGI client) over a record written by the real writers."""
+"""Dashboard pages through the FastAPI router (in-process ASGI client) over a record written by the real writers.
+
+Every client here sends a viewer's bearer token: the pages refuse anyone without one (tests/test_dashboard_auth.py).
+"""
 
 from __future__ import annotations
 
 import re
+import secrets
 import subprocess
 import sys
 from datetime import timedelta
@@ -14,10 +18,26 @@ from tests.dashboard_seed import PLANTED, ROOT, T0, release_rows, seed_check_run
 fastapi = pytest.importorskip("fastapi")
 
 
+def _viewer(db: str) -> dict[str, str]:
+    """Headers with a fresh viewer token of the record `db` (the token is stored there, hashed)."""
+    from gate.service.auth import create_token
+
+    return {"Authorization": f"Bearer {create_token(db, f'viewer-{secrets.token_hex(4)}', 'viewer')}"}
+
+
+def _client(db: str, app=None):
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.app import create_dashboard_app
+
+    return TestClient(app if app is not None else create_dashboard_app(db), headers=_viewer(db))
+
+
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("dashpages") / "gate.duckdb")
-    return {"db": db, **seed_small(db)}
+    info = seed_small(db)
+    return {"db": db, "headers": _viewer(db), **info}
 
 
 @pytest.fixture
@@ -26,7 +46,7 @@ def client(seeded):
 
     from gate.dashboard.app import create_dashboard_app
 
-    return TestClient(create_dashboard_app(seeded["db"]))
+    return TestClient(create_dashboard_app(seeded["db"]), headers=seeded["headers"])
 
 
 def _rows(html: str, table: str) -> list[str]:
@@ -99,7 +119,6 @@ def test_findings_show_redacted_snippets_only(client, seeded, tmp_path):
 
 def test_a_raw_value_in_the_record_is_masked_on_the_way_out(tmp_path):
     """Defence in depth: a check that wrongly stored a raw e-mail in its message still does not leak it."""
-    from fastapi.testclient import TestClient
 
     from gate.dashboard.app import create_dashboard_app
     from gate.store.db import connect
@@ -109,20 +128,19 @@ def test_a_raw_value_in_the_record_is_masked_on_the_way_out(tmp_path):
     with connect(db) as con:
         con.execute("UPDATE findings SET message = 'customer wrote from jane.roe@example.org' "
                     "WHERE run_id = ? AND \"check\" = 'contract'", [run]).fetchall()
-    html = TestClient(create_dashboard_app(db)).get(f"/checks/{run}").text
+    html = _client(db, create_dashboard_app(db)).get(f"/checks/{run}").text
     assert "jane.roe@example.org" not in html
     assert "customer wrote from" in html
 
 
 def test_pages_follow_the_record_and_cache_between_writes(tmp_path):
-    from fastapi.testclient import TestClient
 
     from gate.dashboard.app import create_dashboard_app
     from gate.dashboard.routes import CACHE
     from gate.store.releases import record_decision, record_release
 
     db = str(tmp_path / "g.duckdb")
-    client = TestClient(create_dashboard_app(db))
+    client = _client(db, create_dashboard_app(db))
     empty = client.get("/")
     assert empty.status_code == 200 and "No releases in the record yet" in empty.text
     assert client.get("/checks").status_code == 200
@@ -175,7 +193,7 @@ def test_router_mounts_under_a_prefix(seeded):
     app = FastAPI()
     app.state.gate_db = seeded["db"]
     app.include_router(router, prefix="/dashboard")
-    html = TestClient(app).get("/dashboard/").text
+    html = TestClient(app, headers=seeded["headers"]).get("/dashboard/").text
     assert '<script src="/dashboard/static/plotly.min.js">' in html
     assert f'href="/dashboard/releases/{seeded["current"]}"' in html
 
@@ -204,7 +222,8 @@ def test_a_page_waits_out_a_short_write_and_names_the_file_after_a_long_one(seed
     from gate.dashboard.app import create_dashboard_app
     from gate.dashboard.routes import CACHE
 
-    client = TestClient(create_dashboard_app(seeded["db"]))
+    client = TestClient(create_dashboard_app(seeded["db"]), headers=seeded["headers"])
+    client.get("/checks")  # the token's row is read (and kept) before the writer takes the lock
     CACHE.clear()
     writer = _hold_write_lock(seeded["db"], 0.4)
     try:

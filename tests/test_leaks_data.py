@@ -3,7 +3,8 @@ no planted personal value or secret is in any report, manifest, log line (stdout
 or DuckDB column; and the scrubbed copy holds none either. The scanner is tests/leakscan.py.
 
 `gate score` is not run here: it never reads a training dataset (its inputs are scorecards and suites, which
-hold no planted values); the service and dashboard scans reuse `leakscan.scan` with their pages as `texts`.
+hold no planted values). tests/test_no_leaks.py scans a demo-like record (the data door, score runs, releases)
+through every page of the dashboard, every read of the service and the static report, reusing `leakscan.scan`.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ def _render(template: str, **ctx: Any) -> str:
     ctx.setdefault("base", "")
     ctx.setdefault("plotly_src", "/static/plotly.min.js")
     ctx.setdefault("links", True)
+    ctx.setdefault("logout", False)
     return _env().get_template(template).render(**ctx)
 
 

@@ -3,6 +3,10 @@
 Why a real browser: the charts are drawn by plotly.js in the page, and the filters are client-side; only a browser
 proves that the bundled plotly.js loads (no CDN), the figures render with their points, and the filter hides what
 it should. Screenshots go to .cache/artifacts/ (gitignored) for a human to look at.
+
+The server requires a token (as `gate dashboard` does by default): every test but the login ones runs in a browser
+context that logged in once through the real form, holding the HttpOnly session cookie; the login tests prove a
+browser without it is refused, and that the token never shows up in a page, a cookie or the server's output.
 """
 
 from __future__ import annotations
@@ -36,8 +40,11 @@ def _free_port() -> int:
 def server(tmp_path_factory):
     import httpx
 
+    from gate.service.auth import create_token
+
     db = str(tmp_path_factory.mktemp("dash") / "gate.duckdb")
     info = seed_small(db)
+    tokens = {name: create_token(db, name, "viewer") for name in ("alice", "bob")}
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "gate", "dashboard", "--db", db, "--host", "127.0.0.1",
                              "--port", str(port)],
@@ -48,7 +55,7 @@ def server(tmp_path_factory):
     try:
         while True:
             try:
-                if httpx.get(url + "/static/plotly.min.js", timeout=2).status_code == 200:
+                if httpx.get(url + "/login", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
@@ -56,13 +63,15 @@ def server(tmp_path_factory):
                 out = proc.stdout.read() if proc.stdout else ""
                 pytest.fail(f"dashboard server did not start: {out[-2000:]}")
             time.sleep(0.2)
-        yield {"url": url, "db": db, **info}
+        yield {"url": url, "db": db, "tokens": tokens, **info}
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+    output = proc.stdout.read() if proc.stdout else ""
+    assert not any(t in output or t.split("_")[2] in output for t in tokens.values()), "a token in the server log"
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +85,32 @@ def browser():
         b.close()
 
 
+def _log_in(pg, server, token: str) -> None:
+    """Through the form the server answers with when there is no session (it names where to go next)."""
+    pg.fill("#token", token)
+    with pg.expect_navigation():
+        pg.click("#login button[type=submit]")
+
+
+@pytest.fixture(scope="module")
+def session_state(browser, server):
+    """One real login; the cookie it set is handed to each test's fresh context."""
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    refused = pg.goto(server["url"] + "/")
+    assert refused.status == 401
+    _log_in(pg, server, server["tokens"]["alice"])
+    assert pg.url == server["url"] + "/"
+    (cookie,) = ctx.cookies()
+    assert cookie["name"] == "gate_session" and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    state = ctx.storage_state()
+    ctx.close()
+    return state
+
+
 @pytest.fixture
-def page(browser, server):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+def page(browser, server, session_state):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=session_state)
     pg = ctx.new_page()
     pg.requests_seen = []
     pg.errors_seen = []
@@ -209,3 +241,51 @@ def test_static_report_draws_offline_from_its_own_folder(page, server, tmp_path)
     assert not page.errors_seen, page.errors_seen
     page.screenshot(path=str(ARTIFACTS / "release-report.png"), full_page=True)
     _no_planted_pii(page)
+
+
+def test_without_login_every_page_and_asset_is_refused(browser, server):
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    try:
+        for path in ("/", "/checks", f"/checks/{server['check_run']}", f"/releases/{server['current']}",
+                     f"/diff?a={server['releases'][0]}&b={server['releases'][1]}", "/static/plotly.min.js"):
+            resp = pg.goto(server["url"] + path)
+            assert resp.status == 401, path
+            html = pg.content()
+            # nothing of the record (the URL asked for is echoed only as where to go after logging in)
+            assert not any(m in html for m in ("task-success-improves", "e***.net", "fig-data", "#findings")), path
+        # a script may not read the session cookie, so a page cannot be made to hand it on
+        pg.goto(server["url"] + "/checks")
+        assert pg.locator("#login").count() == 1
+        pg.fill("#token", server["tokens"]["alice"][:-4] + "AAAA")
+        with pg.expect_navigation():
+            pg.click("#login button[type=submit]")
+        assert "unknown, wrong or revoked token" in pg.content() and not ctx.cookies()
+        _log_in(pg, server, server["tokens"]["alice"])
+        assert pg.url == server["url"] + "/checks"  # back where the refused request was headed
+        assert pg.locator("#check-runs tbody tr").count() == 1
+        assert pg.evaluate("document.cookie") == ""
+        assert server["tokens"]["alice"] not in pg.content()
+        with pg.expect_navigation():
+            pg.click("header form button")  # log out
+        assert pg.locator("#login").count() == 1 and not ctx.cookies()
+        assert pg.goto(server["url"] + "/").status == 401
+    finally:
+        ctx.close()
+
+
+def test_revoking_the_token_ends_the_browser_session(browser, server):
+    from gate.store.service import revoke_token
+
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    try:
+        pg.goto(server["url"] + "/checks")
+        _log_in(pg, server, server["tokens"]["bob"])
+        assert pg.locator("#check-runs tbody tr").count() == 1
+        assert revoke_token(server["db"], "bob")  # `gate token revoke bob`, while the dashboard runs
+        resp = pg.reload()
+        assert resp.status == 401 and "your session ended" in pg.content()
+        assert not ctx.cookies()
+    finally:
+        ctx.close()
