@@ -57,3 +57,53 @@ def test_read_header_checks_sizes(tmp_path):
     (tmp_path / "y.safetensors").write_bytes(b"\xff" * 4)
     with pytest.raises(ValueError, match="8-byte"):
         read_header(tmp_path / "y.safetensors")
+
+
+def _expert_spec():
+    from gate.probe.spec import LoraSpec
+
+    return LoraSpec(path="spec.yaml", target_parameters=["mlp.experts.gate_up_proj"])
+
+
+def test_peft_rewrite_is_bypassed_only_inside_and_restored():
+    import peft.utils.transformers_weight_conversion as conv
+
+    from gate.probe.spec import PEFT_REWRITE, check_rewrite, honour_targets, installed_peft
+
+    real = getattr(conv, PEFT_REWRITE)
+    check_rewrite(real, installed_peft())  # the installed PEFT is one the bypass was written for
+    with honour_targets(_expert_spec()):
+        assert getattr(conv, PEFT_REWRITE) is not real
+    assert getattr(conv, PEFT_REWRITE) is real
+
+
+def test_peft_rewrite_with_another_signature_is_refused_not_swapped(monkeypatch):
+    import peft.utils.transformers_weight_conversion as conv
+
+    from gate.probe.spec import PEFT_REWRITE, honour_targets
+
+    def convert_peft_config_for_transformers(peft_config, model, conversions, strict=True):  # a future PEFT
+        return None
+
+    monkeypatch.setattr(conv, PEFT_REWRITE, convert_peft_config_for_transformers)
+    with pytest.raises(GateError) as info, honour_targets(_expert_spec()):
+        pytest.fail("the body must not run")
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("peft: PEFT ")
+    assert "(peft_config, model, conversions, strict), not (peft_config, model, conversions)" in msg
+    assert getattr(conv, PEFT_REWRITE) is convert_peft_config_for_transformers  # left as it was
+
+
+@pytest.mark.parametrize("version, ok", [("0.19.0", True), ("0.21.2", True), ("0.18.1", False),
+                                         ("0.22.0.dev0", False), ("1.0.0", False), ("not-a-version", False)])
+def test_peft_rewrite_version_range(version, ok):
+    import peft.utils.transformers_weight_conversion as conv
+
+    from gate.probe.spec import PEFT_REWRITE, check_rewrite
+
+    real = getattr(conv, PEFT_REWRITE)
+    if ok:
+        check_rewrite(real, version)
+    else:
+        with pytest.raises(GateError, match="PEFT"):
+            check_rewrite(real, version)

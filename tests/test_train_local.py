@@ -23,13 +23,13 @@ def tiny_model() -> Path:
     return model
 
 
-def _spec(tmp_path: Path, model: Path, steps: int = STEPS, extra: str = "") -> Path:
+def _spec(tmp_path: Path, model: Path, steps: int = STEPS, extra: str = "", data: str = "") -> Path:
     p = tmp_path / "spec.yaml"
     p.write_text(f"""\
 name: tiny-local
 base_model: {{path: {model}}}
 method: {{type: full}}
-data: {{train: {ROOT}/fixtures/datasets/triage-clean}}
+data: {{train: {ROOT}/fixtures/datasets/triage-clean{data}}}
 sequence_length: 512
 batch: {{micro: 8, global: 8}}
 steps: {steps}
@@ -46,9 +46,15 @@ runners:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
+    """One run serves every check: validation on the val split and a step checkpoint every 4 steps, of which
+    `keep: 2` (counting the final one) leaves only checkpoint-8. checkpoint-100 is an earlier run's."""
     tmp = tmp_path_factory.mktemp("local")
     db = tmp / "g.duckdb"
-    res = run_gate("train", str(_spec(tmp, tiny_model())), "--runner", "local", "--db", str(db), timeout=900)
+    (tmp / "run" / "checkpoint-100").mkdir(parents=True)
+    (tmp / "run" / "checkpoint-100" / "config.json").write_text("{}")
+    spec = _spec(tmp, tiny_model(), data=f", val: {ROOT}/fixtures/datasets/triage-clean",
+                 extra="checkpoint: {every_steps: 4, keep: 2}\n")
+    res = run_gate("train", str(spec), "--runner", "local", "--db", str(db), timeout=900)
     return tmp, db, res
 
 
@@ -92,6 +98,53 @@ def test_local_run_learns_records_metrics_and_collects_checkpoint(trained):
     assert f"step {STEPS} | epoch" in log
     assert json.loads((tmp / "run" / "plan" / "plan.json").read_text())["command"][1:3] == [
         "-m", "gate.train.local_worker"]
+
+
+def test_validation_loss_is_streamed_beside_the_training_loss(trained):
+    import duckdb
+
+    tmp, db, res = trained
+    assert res.returncode == 0, res.stderr + res.stdout
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT step, loss, grad_norm, extra FROM train_metrics WHERE kind = 'val' "
+                       "ORDER BY step").fetchall()
+    con.close()
+    assert [r[0] for r in rows] == [4, 8, STEPS]  # at each checkpoint and at the end
+    losses = [r[1] for r in rows]
+    assert all(0 < v < 20 for v in losses) and losses[-1] < losses[0] - 0.5, losses  # held-out loss falls too
+    assert all(r[2] is None for r in rows)  # no gradient on validation
+    assert json.loads(rows[0][3])["num_label_tokens"] > 1000  # the whole val split, assistant tokens only
+    man = json.loads((tmp / "run" / "checkpoint-final" / "MANIFEST.json").read_text())
+    assert man["metrics"]["final_val_loss"] == losses[-1]
+    assert str(ROOT / "fixtures/datasets/triage-clean/val.jsonl") in man["data"]
+
+
+def test_only_the_newest_checkpoints_are_kept(trained):
+    tmp, _, res = trained
+    assert res.returncode == 0, res.stderr + res.stdout
+    run = tmp / "run"
+    names = sorted(p.name for p in run.iterdir() if "checkpoint" in p.name)
+    assert names == ["checkpoint-100", "checkpoint-8", "checkpoint-final"], names  # no half-deleted leftovers
+    assert (run / "checkpoint-8" / "model.safetensors").is_file()
+    assert (run / "checkpoint-100" / "config.json").read_text() == "{}"  # an earlier run's files are not ours
+    assert "gate-local: removed checkpoint-4 (checkpoint.keep)" in (run / "train.log").read_text()
+
+
+def test_prune_keeps_the_newest_and_renames_before_deleting(tmp_path):
+    from gate.train.local_worker import _prune
+
+    saved = []
+    for step in (2, 4, 6):
+        d = tmp_path / f"checkpoint-{step}"
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "w.bin").write_bytes(b"x")
+        saved.append(d)
+    (tmp_path / ".checkpoint-2.deleting").mkdir()  # a delete interrupted by a crash last time
+    _prune(saved, 1)
+    assert saved == [tmp_path / "checkpoint-6"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-6"]
+    _prune(saved, 0)
+    assert not list(tmp_path.iterdir()) and saved == []
 
 
 def test_trained_checkpoint_loads_and_answers(trained):

@@ -1,4 +1,4 @@
-"""Loading a contract: YAML with line numbers, validated against the contract meta-schema, frozen afterwards.
+"""Loading a contract: YAML with line numbers (`gate.yamlio`), validated against the contract meta-schema, frozen.
 
 Every mistake a person can make in a contract (a typo in a key, a broken regex, an invalid JSON Schema)
 ends the run with one line that names the file, the line and the key.
@@ -15,12 +15,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from gate import yamlio
 from gate.contract.meta import CONTRACT_SCHEMA
-from gate.errors import ContractError, GateError
+from gate.errors import ContractError
 from gate.names import CHECK_NAMES
 
 
@@ -110,168 +110,15 @@ class Contract:
         return None
 
 
-_STR_TAG = "tag:yaml.org,2002:str"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-MAX_YAML_NODES = 200_000  # after expanding aliases: a "billion laughs" document is refused, not expanded
-
-
-def _check_nodes(root: yaml.Node) -> None:
-    """Refuses what a JSON-like document cannot be: non-string keys (`1:`, `yes:`, `? [a]`), self-referencing
-    aliases, and alias bombs. Runs before construction, so none of them reaches the validators as a traceback."""
-    seen = 0
-    stack: list[tuple[yaml.Node, frozenset[int]]] = [(root, frozenset())]
-    while stack:
-        node, above = stack.pop()
-        seen += 1
-        if seen > MAX_YAML_NODES:
-            raise ContractError(f"document too large (more than {MAX_YAML_NODES:,} values after expanding "
-                                "aliases)", line=node.start_mark.line + 1)
-        if id(node) in above:
-            raise ContractError("an alias refers to itself (recursive document)", line=node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            inner = above | {id(node)}
-            for key, value in node.value:
-                if key.tag not in (_STR_TAG, _MERGE_TAG):
-                    scalar = isinstance(key, yaml.ScalarNode)
-                    msg = (f"key {str(key.value)[:40]!r} is not a string (quote it)" if scalar
-                           else "a key is a list or mapping; keys must be strings")
-                    raise ContractError(msg, line=key.start_mark.line + 1)
-                stack.append((value, inner))
-        elif isinstance(node, yaml.SequenceNode):
-            inner = above | {id(node)}
-            stack.extend((item, inner) for item in node.value)
-
-
-class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses duplicate keys: a contract with the same key twice is ambiguous."""
-
-    def compose_document(self) -> yaml.Node:
-        node = super().compose_document()
-        if node is not None:
-            _check_nodes(node)
-        return node
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        # PyYAML's own constructors fail with bare errors on some tagged values (`!!timestamp ` empty,
-        # `!!bool maybe`, `!!int x`): report the value's line instead
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
-            raise ContractError(f"cannot read this {node.tag.rsplit(':', 1)[-1]} value ({type(exc).__name__})",
-                                line=node.start_mark.line + 1) from None
-
-
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise ContractError(f"duplicate key '{key}'", line=key_node.start_mark.line + 1, field=str(key))
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _node_at(root: yaml.Node, path: list[Any], key: str | None = None) -> yaml.Node | None:
-    """Walks the YAML node tree along a JSON path; with `key`, returns that key's node in the final mapping."""
-    node: yaml.Node | None = root
-    for part in path:
-        if isinstance(node, yaml.MappingNode):
-            node = next((v for k, v in node.value if k.value == str(part)), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-        else:
-            return node
-    if key is not None and isinstance(node, yaml.MappingNode):
-        return next((k for k, _ in node.value if k.value == key), node)
-    return node
-
-
-def _dotted(path: list[Any]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _known_keys(schema: dict[str, Any], path: list[Any]) -> list[str]:
-    node = schema
-    for part in path:
-        if isinstance(part, int):
-            node = node.get("items", {})
-        else:
-            node = node.get("properties", {}).get(part) or node.get("additionalProperties") or {}
-    return sorted(node.get("properties", {}))
-
-
 def load_contract(path: str | Path) -> Contract:
     """Reads, validates and freezes a contract file."""
-    try:
-        return _load_contract(Path(path))
-    except RecursionError:  # PyYAML and jsonschema descend recursively
-        raise ContractError("nested too deeply", file=str(path)) from None
-    except ContractError as exc:
-        raise one_line(exc) from None
-
-
-def one_line(exc: GateError) -> GateError:
-    """Keys and values quoted in a message come from the file: control characters are escaped and a value
-    echoed by the validator is cut short, so the error stays one readable line."""
-    def clean(text: str, limit: int) -> str:
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
-    exc.message = clean(exc.message, 240)
-    exc.args = (exc.message,)
-    if exc.field is not None:
-        exc.field = clean(str(exc.field), 80)
-    return exc
+    return yamlio.guarded(lambda: _load_contract(Path(path)), path, ContractError)
 
 
 def _load_contract(p: Path) -> Contract:
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ContractError("contract file not found", file=str(p)) from None
-    except UnicodeDecodeError as exc:
-        raise ContractError(f"contract is not UTF-8 (byte {exc.start})", file=str(p)) from None
-    except OSError as exc:
-        raise ContractError(f"cannot read contract ({exc.strerror})", file=str(p)) from None
-    try:
-        root = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)
-    except ContractError as exc:
-        exc.file = str(p)
-        raise
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ContractError(f"invalid YAML: {problem}", file=str(p),
-                            line=mark.line + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise ContractError("a contract must be a YAML mapping", file=str(p), line=1)
-
-    errors = sorted(Draft202012Validator(CONTRACT_SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        epath = list(err.absolute_path)
-        if err.validator == "additionalProperties":
-            extra = [k for k in err.instance if k not in err.schema.get("properties", {})]
-            key = extra[0] if extra else None
-            node = _node_at(root, epath, key)
-            hint = difflib.get_close_matches(str(key), _known_keys(CONTRACT_SCHEMA, epath), n=1)
-            msg = f"unknown key '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-            raise ContractError(msg, file=str(p), line=node.start_mark.line + 1 if node else None,
-                                field=_dotted([*epath, key]))
-        node = _node_at(root, epath)
-        raise ContractError(err.message, file=str(p), line=node.start_mark.line + 1 if node else None,
-                            field=_dotted(epath))
-
-    def fail(msg: str, fpath: list[Any]) -> ContractError:
-        node = _node_at(root, fpath)
-        return ContractError(msg, file=str(p), line=node.start_mark.line + 1 if node else None, field=_dotted(fpath))
+    doc = yamlio.read(p, what="contract", error=ContractError)
+    doc.validate(CONTRACT_SCHEMA)
+    data, fail = doc.data, doc.fail
 
     def check_regex(rx: str, fpath: list[Any]) -> None:
         try:

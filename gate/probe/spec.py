@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.errors import InputError
+from gate.errors import GateError, InputError
 
 _KEYS = {"r", "alpha", "dropout", "target_modules", "target_parameters", "exclude_modules"}
 
@@ -79,23 +79,79 @@ def load_spec(path: str | Path) -> LoraSpec:
                     dropout=float(raw.get("dropout", 0.0)), **lists)
 
 
+# The PEFT function `honour_targets` switches off, and what it was written for: the rewrite arrived in PEFT 0.19.0
+# (PR #3083); 0.19.0-0.20.0 were read in PEFT's sources and 0.21.2 is run by the tests, each calling it from
+# `BaseTuner.inject_adapter` by module attribute as (peft_config, model=, conversions=). A release outside the range
+# may rewrite elsewhere or mean something else by it, so the probe refuses rather than swap blind.
+PEFT_REWRITE = "convert_peft_config_for_transformers"
+PEFT_REWRITE_PARAMS = ("peft_config", "model", "conversions")
+PEFT_REWRITE_RANGE = ("0.19.0", "0.22.0")  # [first, end)
+
+
+def installed_peft() -> str:
+    """The installed distribution's version (what pip installed, not what a module says of itself)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("peft")
+    except metadata.PackageNotFoundError:
+        import peft
+
+        return str(peft.__version__)
+
+
+def check_rewrite(fn: Any, version: str) -> None:
+    """Raises a one-line GateError unless `fn` is the rewrite `honour_targets` was written to switch off: PEFT
+    `version` inside PEFT_REWRITE_RANGE and `fn`'s parameters exactly PEFT_REWRITE_PARAMS."""
+    import inspect
+
+    from packaging.version import InvalidVersion, Version
+
+    first, end = PEFT_REWRITE_RANGE
+    try:
+        v = Version(Version(version).base_version)  # 0.22.0.dev0 is already the next release
+    except InvalidVersion:
+        raise GateError(f"cannot read the installed PEFT version {version!r}", field="peft") from None
+    if not Version(first) <= v < Version(end):
+        raise GateError(f"PEFT {version} is not >= {first}, < {end}, the releases whose {PEFT_REWRITE} the probe "
+                        "knows how to bypass for target_parameters; install a PEFT in that range", field="peft")
+    if fn is None:
+        raise GateError(f"PEFT {version} has no {PEFT_REWRITE} to bypass; the probe was not written for this "
+                        "release", field="peft")
+    try:
+        params = tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):  # not a Python function: not what the bypass was written for
+        params = None
+    if params != PEFT_REWRITE_PARAMS:
+        got = f"({', '.join(params)})" if params is not None else f"a {type(fn).__name__}"
+        raise GateError(f"PEFT {version}: {PEFT_REWRITE} is {got}, not ({', '.join(PEFT_REWRITE_PARAMS)}); the probe "
+                        "will not bypass a function it was not written for", field="peft")
+
+
 @contextmanager
 def honour_targets(spec: LoraSpec | None) -> Iterator[None]:
     """Applies the spec's names as written when it already targets fused expert parameters (see module doc)."""
     if spec is None or not spec.target_parameters:
         yield
         return
-    try:  # the rewrite arrived in PEFT 0.19; older releases apply the names as written anyway
+    from packaging.version import Version
+
+    version = installed_peft()
+    try:
+        before = Version(Version(version).base_version) < Version(PEFT_REWRITE_RANGE[0])
+    except ValueError:  # InvalidVersion: check_rewrite words it
+        before = False
+    if before:  # releases before the rewrite apply the names as written anyway
+        yield
+        return
+    try:
         import peft.utils.transformers_weight_conversion as conv
     except ImportError:
-        yield
-        return
-    saved = getattr(conv, "convert_peft_config_for_transformers", None)
-    if saved is None:
-        yield
-        return
-    conv.convert_peft_config_for_transformers = lambda *args, **kwargs: None
+        conv = None
+    saved = getattr(conv, PEFT_REWRITE, None)
+    check_rewrite(saved, version)
+    setattr(conv, PEFT_REWRITE, lambda *args, **kwargs: None)
     try:
         yield
     finally:
-        conv.convert_peft_config_for_transformers = saved
+        setattr(conv, PEFT_REWRITE, saved)

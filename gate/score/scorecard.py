@@ -1,7 +1,7 @@
 """Loading a scorecard: one YAML file naming suites, the prompt wrapper, decoding, scorers and gates.
 
-Validated the way contracts are (gate/contract/model.py: same duplicate-key-refusing loader, same node lookup
-so every error names its file, line and key), hashed over its canonical form so a result can say exactly which
+Validated the way contracts are (`gate.yamlio`: the same duplicate-key-refusing loader and node lookup, so every
+error names its file, line and key), hashed over its canonical form so a result can say exactly which
 scorecard produced it (lm-eval `task_hashes`). Suites are read with one clear error per bad row. The prompt
 wrapper and decoding are applied by `request_for`, so baseline and candidate get byte-identical requests.
 """
@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gate.contract.model import _dotted, _known_keys, _LineLoader, _node_at, one_line, thaw
-from gate.errors import ContractError, GateError, InputError
+from gate import yamlio
+from gate.contract.model import thaw
+from gate.errors import GateError, InputError
 from gate.score.meta import SCORECARD_SCHEMA
 from gate.score.scorers import KEYS
 from gate.score.types import Item
@@ -104,25 +103,6 @@ class Scorecard:
                        stop=tuple(d["stop"]) if d.get("stop") else None)
 
 
-def _read_yaml(p: Path) -> tuple[yaml.Node, Any]:
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScorecardError("scorecard file not found", file=str(p)) from None
-    except UnicodeDecodeError as exc:
-        raise ScorecardError(f"scorecard is not UTF-8 (byte {exc.start})", file=str(p)) from None
-    except OSError as exc:
-        raise ScorecardError(f"cannot read scorecard ({exc.strerror})", file=str(p)) from None
-    try:
-        return yaml.compose(text, Loader=_LineLoader), yaml.load(text, Loader=_LineLoader)
-    except ContractError as exc:  # the shared loader's duplicate-key error
-        raise ScorecardError(exc.message, file=str(p), line=exc.line, field=exc.field) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScorecardError(f"invalid YAML: {problem}", file=str(p), line=mark.line + 1 if mark else None) from None
-
-
 def load_suite(path: str | Path, name: str = "") -> Suite:
     """Reads a JSONL suite; the first bad row ends the run with one line naming file, line and field."""
     p = Path(path)
@@ -170,36 +150,13 @@ def load_suite(path: str | Path, name: str = "") -> Suite:
 
 def load_scorecard(path: str | Path, load_suites: bool = True) -> Scorecard:
     """Reads, validates and resolves a scorecard (suites, contract references, scorer options)."""
-    try:
-        return _load_scorecard(Path(path), load_suites)
-    except RecursionError:  # PyYAML and jsonschema descend recursively
-        raise ScorecardError("nested too deeply", file=str(path)) from None
-    except GateError as exc:  # names and values echoed from the file: one printable line
-        raise one_line(exc) from None
+    return yamlio.guarded(lambda: _load_scorecard(Path(path), load_suites), path, ScorecardError)
 
 
 def _load_scorecard(p: Path, load_suites: bool) -> Scorecard:
-    root, data = _read_yaml(p)
-    if not isinstance(data, dict):
-        raise ScorecardError("a scorecard must be a YAML mapping", file=str(p), line=1)
-
-    def fail(msg: str, fpath: list[Any], key: str | None = None) -> ScorecardError:
-        node = _node_at(root, fpath, key)
-        return ScorecardError(msg, file=str(p), line=node.start_mark.line + 1 if node else None,
-                              field=_dotted([*fpath, key] if key else fpath))
-
-    from jsonschema import Draft202012Validator
-
-    errors = sorted(Draft202012Validator(SCORECARD_SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        epath = list(err.absolute_path)
-        if err.validator == "additionalProperties":
-            extra = [k for k in err.instance if k not in err.schema.get("properties", {})]
-            key = str(extra[0]) if extra else None
-            hint = difflib.get_close_matches(str(key), _known_keys(SCORECARD_SCHEMA, epath), n=1)
-            raise fail(f"unknown key '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""), epath, key)
-        raise fail(err.message, epath)
+    doc = yamlio.read(p, what="scorecard", error=ScorecardError)
+    doc.validate(SCORECARD_SCHEMA)
+    data, fail = doc.data, doc.fail
 
     def resolve(rel: str) -> Path:
         if "\x00" in rel:  # the OS refuses such a path with a bare ValueError
@@ -309,6 +266,9 @@ def _load_scorecard(p: Path, load_suites: bool) -> Scorecard:
 def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str, Any]] | None, resolve: Any,
                      fail: Any, contract_part: Any, where: list[Any]) -> dict[str, Any]:
     """Turns file references into values, injects the prompt's tools, and rejects options the scorer lacks."""
+    for key in ("schema_from_contract", "implementation"):  # scorer options are free-form, so unchecked so far
+        if key in opts and not isinstance(opts[key], str):
+            raise fail(f"{key} must be a file path (a string), not {type(opts[key]).__name__}", key)
     if "schema_from_contract" in opts:
         c = contract_part(opts.pop("schema_from_contract"), [*where, "schema_from_contract"])
         if c.output_schema is None:

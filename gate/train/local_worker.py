@@ -2,9 +2,13 @@
 
 It runs as its own process (never inside `gate`) so the launch machinery is the same for every runner: a command, a
 log, metric lines parsed as they arrive, a checkpoint directory at the end. It reads one JSON config the runner wrote
-and prints AutoModel-style metric lines (`step N | epoch E | loss ... | grad_norm ... | lr ... | tps ...`), so one
-parser serves both. Loss is taken on assistant tokens only (the chat template's `{% generation %}` mask, else a
-prefix render), which is what makes a tiny model learn an answer format instead of the prompt.
+and prints AutoModel-style metric lines (`step N | epoch E | loss ... | grad_norm ... | lr ... | tps ...`, and
+`[val] step N | ... | loss ...` for the validation split), so one parser serves both and validation loss lands in the
+same metrics table as training loss. Validation runs where AutoModel's does in the plan the nemo-automodel runner
+writes (`val_every_steps` = the checkpoint interval): at every checkpoint and at the end. Of the step checkpoints,
+only the newest `checkpoint.keep` (counting the final one) survive, like AutoModel's `max_recent_checkpoints` and
+ms-swift's `save_total_limit`. Loss is taken on assistant tokens only (the chat template's `{% generation %}` mask,
+else a prefix render), which is what makes a tiny model learn an answer format instead of the prompt.
 
 Usage: python -m gate.train.local_worker CONFIG.json
 """
@@ -57,6 +61,55 @@ def _encode(tok: Any, row: dict[str, Any], max_len: int) -> tuple[list[int], lis
     return ids, [t if m else -100 for t, m in zip(ids, mask, strict=True)]
 
 
+def _pad(batch: list[tuple[list[int], list[int]]], pad: int, device: str) -> tuple[Any, Any, Any]:
+    """Right-padded input_ids, labels (-100 on padding) and attention mask for one micro batch."""
+    import torch
+
+    width = max(len(ids) for ids, _ in batch)
+    return (torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device),
+            torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device),
+            torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch], device=device))
+
+
+def _val_loss(model: Any, encoded: list[tuple[list[int], list[int]]], micro: int, pad: int,
+              device: str) -> tuple[float, int]:
+    """Mean cross-entropy per assistant token over the whole validation split (the training loss's definition, so
+    the two curves are comparable), and the number of tokens it averages over."""
+    import torch
+
+    total, n_label = 0.0, 0
+    model.eval()
+    try:
+        with torch.no_grad():
+            for start in range(0, len(encoded), micro):
+                ids_t, lab_t, att_t = _pad(encoded[start:start + micro], pad, device)
+                logits = model(input_ids=ids_t, attention_mask=att_t).logits[:, :-1].float()
+                target = lab_t[:, 1:]
+                total += float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)),
+                                                                 target.reshape(-1), ignore_index=-100,
+                                                                 reduction="sum"))
+                n_label += int((target != -100).sum())
+    finally:
+        model.train()
+    return total / max(n_label, 1), n_label
+
+
+def _prune(saved: list[Path], keep: int) -> None:
+    """Deletes the oldest of this run's step checkpoints until `keep` remain. Only checkpoints this process wrote
+    are candidates (an output directory reused from an earlier run keeps its files), and each one is first renamed
+    out of the `checkpoint-*` namespace, so a crash mid-delete never leaves a half checkpoint under a real name."""
+    import os
+    import shutil
+
+    while len(saved) > max(keep, 0):
+        old = saved.pop(0)
+        trash = old.with_name(f".{old.name}.deleting")
+        shutil.rmtree(trash, ignore_errors=True)
+        os.replace(old, trash)
+        shutil.rmtree(trash)
+        print(f"gate-local: removed {old.name} (checkpoint.keep)", flush=True)
+
+
 def main(config_path: str) -> int:
     cfg = json.loads(Path(config_path).read_text(encoding="utf-8"))
     import torch
@@ -87,6 +140,12 @@ def main(config_path: str) -> int:
         print("gate-local: error: no training row has an assistant token within sequence_length", flush=True)
         return 2
     print(f"gate-local: {len(encoded)} training rows", flush=True)
+    val = [e for e in (_encode(tok, r, cfg["sequence_length"]) for r in _rows(cfg.get("val_files") or [])) if e]
+    if cfg.get("val_files"):
+        if not val:
+            print("gate-local: error: no validation row has an assistant token within sequence_length", flush=True)
+            return 2
+        print(f"gate-local: {len(val)} validation rows", flush=True)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     micro, accum = cfg["micro_batch_size"], max(1, cfg["global_batch_size"] // cfg["micro_batch_size"])
     steps, warmup, lr = cfg["max_steps"], cfg["warmup_steps"], cfg["lr"]
@@ -105,8 +164,16 @@ def main(config_path: str) -> int:
     epoch = 0
     every = cfg.get("ckpt_every_steps") or 0
     log_every = max(1, cfg.get("log_every_steps", 1))
+    keep = cfg.get("ckpt_keep")  # absent from a plan written before pruning existed: keep everything
+    saved: list[Path] = []
     tokens = 0
     t_log = time.perf_counter()
+
+    def validate(step: int) -> None:
+        if val:
+            loss, n = _val_loss(model, val, micro, pad, device)
+            print(f"[val] step {step} | epoch {epoch} | loss {loss:.4f} | num_label_tokens {n}", flush=True)
+
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step)
@@ -121,10 +188,7 @@ def main(config_path: str) -> int:
             batches.append([encoded[order.pop()] for _ in range(micro)])
         label_total = sum(sum(1 for t in lab if t != -100) for b in batches for _, lab in b)
         for batch in batches:
-            width = max(len(ids) for ids, _ in batch)
-            ids_t = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device)
-            lab_t = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device)
-            att_t = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch], device=device)
+            ids_t, lab_t, att_t = _pad(batch, pad, device)
             logits = model(input_ids=ids_t, attention_mask=att_t).logits[:, :-1].float()
             target = lab_t[:, 1:]
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
@@ -146,10 +210,17 @@ def main(config_path: str) -> int:
             print(f"step {step + 1} | epoch {epoch} | loss {total_loss:.4f} | grad_norm {grad_norm:.4f} | "
                   f"lr {lr_at(step):.6g} | tps {tps:.1f} | num_label_tokens {n_label}", flush=True)
         if every and (step + 1) % every == 0 and step + 1 < steps:
-            _save(model, tok, out / f"checkpoint-{step + 1}")
+            validate(step + 1)
+            saved.append(out / f"checkpoint-{step + 1}")
+            _save(model, tok, saved[-1])
+            if keep is not None:
+                _prune(saved, int(keep))
+    validate(steps)
     final = out / "checkpoint-final"
     _save(model, tok, final)
     print(f"gate-local: saved {final}", flush=True)
+    if keep is not None:
+        _prune(saved, int(keep) - 1)  # the final checkpoint counts against `keep` and is never a candidate
     return 0
 
 

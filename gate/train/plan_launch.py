@@ -155,9 +155,11 @@ def launch(spec: TrainSpec, runner: Runner, *, db: str | None = None, record: bo
             error = "the trainer exited 0 but no checkpoint was found"
             raise TrainFailed(f"{error} under {out}", tail=list(tail), file=str(spec.path))
         train_m = [m for m in metrics if m["kind"] == "train"]
+        val_m = [m for m in metrics if m["kind"] == "val"]
         summary = {"steps": train_m[-1]["step"] if train_m else 0,
                    "first_loss": train_m[0]["loss"] if train_m else None,
                    "final_loss": train_m[-1]["loss"] if train_m else None,
+                   "final_val_loss": val_m[-1]["loss"] if val_m else None,
                    "seconds": round(time.perf_counter() - t0, 2)}
         manifest = build_manifest(ckpt, spec=spec, runner=plan.runner, run_id=run_id, command=list(plan.command),
                                   metrics=summary)

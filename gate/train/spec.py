@@ -1,23 +1,20 @@
 """Loading a training spec: YAML with line numbers, validated against `gate.train.meta`, frozen afterwards.
 
-The YAML helpers are the contract loader's (duplicate keys refused, errors pointed at their line), so a spec and a
-contract fail the same way. Paths are resolved relative to the spec file, so a spec can be run from any directory.
+The YAML reader is the contract's (`gate.yamlio`: duplicate keys refused, errors pointed at their line), so a spec
+and a contract fail the same way. Paths are resolved relative to the spec file, so a spec can be run from any
+directory.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from jsonschema import Draft202012Validator
-
-from gate.contract.model import _dotted, _known_keys, _LineLoader, _node_at
-from gate.errors import ContractError, GateError
+from gate import yamlio
+from gate.errors import GateError
 from gate.train.meta import SPEC_SCHEMA
 
 
@@ -108,45 +105,13 @@ def _split_files(p: Path, want: str) -> list[Path]:
 
 def load_spec(path: str | Path) -> TrainSpec:
     """Reads, validates and freezes a training spec; every mistake is one SpecError naming file, line and key."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError("training spec not found", file=str(p)) from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"training spec is not UTF-8 (byte {exc.start})", file=str(p)) from None
-    except OSError as exc:
-        raise SpecError(f"cannot read training spec ({exc.strerror})", file=str(p)) from None
-    try:
-        root = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)
-    except ContractError as exc:
-        raise SpecError(exc.message, file=str(p), line=exc.line, field=exc.field) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"invalid YAML: {problem}", file=str(p), line=mark.line + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise SpecError("a training spec must be a YAML mapping", file=str(p), line=1)
+    return yamlio.guarded(lambda: _load_spec(Path(path)), path, SpecError)
 
-    def fail(msg: str, fpath: list[Any]) -> SpecError:
-        node = _node_at(root, fpath)
-        return SpecError(msg, file=str(p), line=node.start_mark.line + 1 if node else None, field=_dotted(fpath))
 
-    errors = sorted(Draft202012Validator(SPEC_SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        epath = list(err.absolute_path)
-        if err.validator == "additionalProperties":
-            extra = [k for k in err.instance if k not in err.schema.get("properties", {})]
-            key = extra[0] if extra else None
-            node = _node_at(root, epath, key)
-            hint = difflib.get_close_matches(str(key), _known_keys(SPEC_SCHEMA, epath), n=1)
-            msg = f"unknown key '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-            raise SpecError(msg, file=str(p), line=node.start_mark.line + 1 if node else None,
-                            field=_dotted([*epath, key]))
-        raise fail(err.message, epath)
-
+def _load_spec(p: Path) -> TrainSpec:
+    doc = yamlio.read(p, what="training spec", error=SpecError, not_found="training spec not found")
+    doc.validate(SPEC_SCHEMA)
+    data, fail = doc.data, doc.fail
     base = p.parent
 
     def resolve(s: str) -> str:

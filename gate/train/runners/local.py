@@ -28,7 +28,7 @@ class LocalRunner(Runner):
             "sequence_length": spec.sequence_length, "micro_batch_size": spec.micro_batch,
             "global_batch_size": spec.global_batch, "max_steps": spec.steps, "warmup_steps": spec.warmup_steps,
             "lr": spec.lr, "min_lr": spec.min_lr, "schedule": spec.schedule, "weight_decay": spec.weight_decay,
-            "max_grad_norm": spec.max_grad_norm, "ckpt_every_steps": spec.ckpt_every,
+            "max_grad_norm": spec.max_grad_norm, "ckpt_every_steps": spec.ckpt_every, "ckpt_keep": spec.ckpt_keep,
             "log_every_steps": spec.log_every, "device": opts.get("device", "cpu"), "threads": opts.get("threads"),
         }
         python = opts.get("python") or sys.executable
