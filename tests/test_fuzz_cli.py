@@ -14,9 +14,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.fuzzkit import hypothesis_test
 from tests.test_fuzz_readers import compressed, jsonl_files, parquet_files
 
 pytestmark = pytest.mark.fuzz
@@ -53,7 +54,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("GATE_FUZZ_RANDOM"))
+@hypothesis_test("cli.check", examples=N)
 @given(cases())
 def test_cli_refuses_broken_input_in_one_line(case):
     data_name, data, contract_name, contract = case

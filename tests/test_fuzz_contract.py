@@ -5,6 +5,7 @@ naming the file (and the line and key where there is one); never a traceback.
 
 from __future__ import annotations
 
+import random
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from gate.contract.expectations import compile_rules
 from gate.contract.meta import CONTRACT_SCHEMA
 from gate.contract.rows import fast_row_check, row_schema
 from gate.errors import GateError
-from tests.fuzzkit import assert_clear_error, fuzz_settings, mutate, yaml_token_text, yaml_values
+from tests import fuzzkit as fk
+from tests.fuzzkit import assert_clear_error, hypothesis_test, mutate, yaml_token_text, yaml_values
 
 pytestmark = pytest.mark.fuzz
 
@@ -41,7 +43,7 @@ def _schema_keys(schema: Any, out: set[str]) -> set[str]:
 KNOWN_KEYS = sorted(_schema_keys(CONTRACT_SCHEMA, set()))
 
 
-def _load_and_use(path: Path) -> None:
+def _load_and_use(path: Path) -> str:
     """Loads the contract; if accepted, everything derived from it must build too (the checks rely on it)."""
     try:
         contract = load_contract(path)
@@ -50,12 +52,13 @@ def _load_and_use(path: Path) -> None:
         if exc.line is not None:
             # YAML counts U+0085, U+2028 and U+2029 as line breaks too, as str.splitlines does
             assert exc.line <= max(1, len(path.read_text(errors="replace").splitlines()) + 1), str(exc)
-        return
+        return "refused"
     row_schema(contract)
     compile_rules(contract)
     check = fast_row_check(contract)
     check({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "{}"}]})
     assert isinstance(contract.name, str) and contract.sha256
+    return "loaded"
 
 
 def _write(text: str | bytes) -> Path:
@@ -67,26 +70,26 @@ def _write(text: str | bytes) -> Path:
     return path
 
 
-@fuzz_settings(0.08)
+@hypothesis_test("contract.yaml_text")
 @given(yaml_token_text)
 def test_random_yaml_text(text):
     _load_and_use(_write(text))
 
 
-@fuzz_settings(0.03)
+@hypothesis_test("contract.bytes")
 @given(st.binary(max_size=200))
 def test_random_bytes(raw):
     _load_and_use(_write(raw))
 
 
-@fuzz_settings(0.07)
+@hypothesis_test("contract.documents")
 @given(st.dictionaries(st.sampled_from(KNOWN_KEYS) | st.text(max_size=8), yaml_values, max_size=6))
 def test_random_documents(doc):
     doc = {"name": "fuzz", "version": 1, **doc} if len(doc) % 2 else doc
     _load_and_use(_write(yaml.safe_dump(doc, allow_unicode=True)))
 
 
-@fuzz_settings(0.10)
+@hypothesis_test("contract.mutated")
 @given(st.sampled_from(sorted(SHIPPED)), st.data())
 def test_mutated_shipped_contracts(name, data):
     doc = mutate(SHIPPED[name], data, KNOWN_KEYS)
@@ -95,7 +98,7 @@ def test_mutated_shipped_contracts(name, data):
     _load_and_use(path)
 
 
-@fuzz_settings(0.05)
+@hypothesis_test("contract.text_mutations")
 @given(st.sampled_from(sorted(SHIPPED)), st.data())
 def test_text_mutations_of_shipped_contracts(name, data):
     """Character-level damage: deleted, inserted or replaced characters anywhere in the real YAML text."""
@@ -112,6 +115,67 @@ def test_text_mutations_of_shipped_contracts(name, data):
         else:
             text = text[:pos] + piece + text[pos + len(piece):]
     _load_and_use(_write(text))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the volume lane: the same oracle on cases from seeded generators (see tests/fuzzkit.py)
+
+fk.register("contract.yaml_text.volume", "contract.bytes.volume", "contract.documents.volume",
+            "contract.mutated.volume", "contract.text_mutations.volume")
+SHIPPED_TEXT = {name: (ROOT / "contracts" / name).read_text() for name in SHIPPED}
+CONTRACT_TOKENS = fk.YAML_TOKENS + KNOWN_KEYS + ["type: object", "properties:", "$ref: '#/x'", "enum: [a, b]",
+                                                 "pattern: '[a-'", "maxLength: -1", "role: user", "- name: x"]
+
+
+def _dump(doc: object) -> str:
+    """libyaml's dumper: the pure-Python one costs more than the load under test."""
+    return yaml.dump(doc, Dumper=yaml.CSafeDumper, allow_unicode=True, sort_keys=False)
+
+
+def test_yaml_text_volume():
+    fk.run_volume("contract.yaml_text.volume", lambda rng: fk.rtokens(rng, CONTRACT_TOKENS),
+                  lambda text: _load_and_use(_write(text)), require=("refused",))
+
+
+def r_bytes(rng: random.Random) -> bytes:
+    if rng.random() < 0.3:
+        return rng.randbytes(rng.randrange(200))
+    return fk.rmutate_bytes(SHIPPED_TEXT[rng.choice(sorted(SHIPPED))].encode(), rng)
+
+
+def test_bytes_volume():
+    fk.run_volume("contract.bytes.volume", r_bytes, lambda raw: _load_and_use(_write(raw)),
+                  require=("loaded", "refused"))
+
+
+def r_document(rng: random.Random) -> str:
+    doc = {(rng.choice(KNOWN_KEYS) if rng.random() < 0.8 else fk.ryaml_key(rng)): fk.ryaml(rng)
+           for _ in range(rng.randrange(7))}
+    if rng.random() < 0.7:
+        doc = {"name": rng.choice(["fuzz", "", "x" * 300, 3]), "version": rng.choice([1, "1.0", -1, None]), **doc}
+    return _dump(doc)
+
+
+def test_documents_volume():
+    fk.run_volume("contract.documents.volume", r_document,
+                  lambda text: _load_and_use(_write(text)), require=("loaded", "refused"))
+
+
+def r_mutated(rng: random.Random) -> tuple[str, str]:
+    name = rng.choice(sorted(SHIPPED))
+    doc = SHIPPED[name] if rng.random() < 0.4 else fk.rprune(SHIPPED[name], rng)
+    return name, _dump(fk.rmutate_doc(doc, rng, KNOWN_KEYS))
+
+
+def test_mutated_volume():
+    fk.run_volume("contract.mutated.volume", r_mutated,
+                  lambda case: _load_and_use(fk.write_text(WORK / case[0], case[1])), require=("loaded", "refused"))
+
+
+def test_text_mutations_volume():
+    fk.run_volume("contract.text_mutations.volume",
+                  lambda rng: fk.rmutate_text(SHIPPED_TEXT[rng.choice(sorted(SHIPPED))], rng),
+                  lambda text: _load_and_use(_write(text)), require=("loaded", "refused"))
 
 
 def test_unhashable_key_is_a_clear_error(tmp_path):
