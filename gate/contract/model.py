@@ -121,8 +121,14 @@ def _load_contract(p: Path) -> Contract:
     data, fail = doc.data, doc.fail
 
     def check_regex(rx: str, fpath: list[Any]) -> None:
+        import warnings
+
         try:
-            re.compile(rx)
+            with warnings.catch_warnings():  # "possible set difference" etc.: compiles, but may not mean what it says
+                warnings.simplefilter("error", FutureWarning)
+                re.compile(rx)
+        except FutureWarning as exc:
+            raise fail(f"ambiguous regular expression ({exc}); escape the character", fpath) from None
         except re.error as exc:
             raise fail(f"invalid regular expression: {exc}", fpath) from None
 

@@ -69,3 +69,14 @@ def test_contract_mistakes_are_one_clear_line(tmp_path, text, needle, line):
 def test_missing_contract_file(tmp_path):
     with pytest.raises(ContractError, match="not found"):
         load_contract(tmp_path / "nope.yaml")
+
+
+def test_ambiguous_regex_is_a_line_numbered_error_not_a_warning(tmp_path, recwarn):
+    text = (CONTRACTS / "triage.yaml").read_text().replace("pattern: '^tri-", "pattern: '[a--b]^tri-", 1)
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "[a--b]" in ln)
+    with pytest.raises(ContractError) as exc:
+        load_contract(p)
+    assert f"c.yaml:{line}: fields.id.pattern: ambiguous regular expression" in str(exc.value)
+    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
