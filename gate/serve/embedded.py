@@ -2,7 +2,8 @@
 
 It renders each request with the model's own chat template (tools included), generates in left-padded batches of
 requests that share decoding settings, and parses tool calls and reasoning out of the raw text in the template's
-format (see `toolparse`). Greedy at temperature 0, so the same request gives the same answer on the same machine.
+format with gate's one tool-call parser (`gate.template.toolcalls`, which follows vLLM's parsers). Greedy at
+temperature 0, so the same request gives the same answer on the same machine.
 `response_format` cannot be enforced here (no grammar engine); it is recorded as unconstrained so format scores from
 this engine are read as raw adherence, which is what the embedded engine is for.
 """
@@ -15,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate.serve.engine import Engine, EngineError, EngineIdentity, hash_path, hash_text, read_chat_template
-from gate.serve.toolparse import detect_format, parse_tool_calls, split_reasoning
 from gate.serve.types import Request, Response
+from gate.template.toolcalls import detect_format, parse_tool_calls, schemas_of, split_reasoning
 
 
 class EmbeddedEngine(Engine):
@@ -177,7 +178,8 @@ class EmbeddedEngine(Engine):
                 if special:
                     text = text.replace(special, "")
             reasoning, content = split_reasoning(text) if "</think>" in text else (None, text)
-            content, calls = parse_tool_calls(content, self.tool_format) if req.tools else (content, ())
+            content, calls = (parse_tool_calls(content, self.tool_format, schemas_of(req.tools)) if req.tools
+                              else (content, ()))
             if calls:
                 finish = "tool_calls"
             elif hit_eos or len(ids) < req.max_tokens:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,6 +128,9 @@ class VLLMEngine(ServerEngine):
                  stream: bool = False) -> None:
         port = port or free_port()
         loras = {adapter_name: str(adapter)} if adapter else None
+        # Site flags for every server gate launches (`--tensor-parallel-size 8`, `--enforce-eager`...), so commands
+        # that build the engine for the user (`gate score --engine vllm`) reach them too; they enter the identity.
+        extra_args = (*extra_args, *shlex.split(os.environ.get("GATE_VLLM_ARGS", "")))
         cmd = vllm_command(str(model), port=port, python=python, served_model_name=served_model_name,
                            lora_modules=loras, tool_call_parser=tool_call_parser, reasoning_parser=reasoning_parser,
                            chat_template=chat_template, seed=seed, max_model_len=max_model_len, dtype=dtype,
