@@ -1,8 +1,11 @@
-"""`gate demo`: the data door on every fixture, then the release loop (split, train, score, decide, promote)."""
+"""`gate demo`: the data door on every fixture, then the release loop (split, train, score, decide, promote),
+then a scan of everything the demo wrote or shows for the fixtures' planted personal data and secrets."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -29,4 +32,20 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None, data_only
     console.print(table)
     console.print(f"Release A promoted, release B blocked and refused. Release report: "
                   f"{Path(out_dir) / 'release-report' / 'index.html'}; record: {target}", soft_wrap=True)
-    return int(ExitCode.PASS)
+    return leak_scan(out_dir, target, {f"output of step {s.title}": s.tail for s in transcript.steps}, console)
+
+
+def leak_scan(out_dir: str, db: str, logs: dict[str, str], console: Any) -> int:
+    """The demo's last word: none of the fixtures' planted PII or secrets in anything the demo wrote or shows."""
+    from gate.demo.leakscan import scan_demo
+
+    t0 = time.perf_counter()
+    result = scan_demo(out_dir, db, texts=logs)
+    console.print(f"\n{result.summary()} ({time.perf_counter() - t0:.1f} s)", soft_wrap=True, highlight=False)
+    if not result.leaks:
+        return int(ExitCode.PASS)
+    for leak in result.leaks[:20]:  # where and which planted value, never the value
+        console.print(f"[bold red]leak:[/] {leak}", soft_wrap=True, highlight=False)
+    if len(result.leaks) > 20:
+        console.print(f"... and {len(result.leaks) - 20} more", highlight=False)
+    return int(ExitCode.ERROR)
