@@ -70,6 +70,9 @@ class Check(ABC):
 
     name: ClassVar[str]
     version: ClassVar[str] = "1"
+    #: the only top-level row keys `map` reads, or None for the whole row. When every check of a run names its
+    #: keys, the runner decodes just those (a dedup-only run skips the tool schemas that make up most of a row)
+    fields: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, contract: Contract) -> None:
         self.contract = contract

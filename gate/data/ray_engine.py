@@ -42,7 +42,8 @@ def map_chunk_task(token: str, contract: Any, names: list[str], chunk: Chunk) ->
     """The body of one Ray task: exactly the local engine's worker function, on checks built in this worker."""
     from gate.data import runner
 
-    runner._WORKER_CHECKS = _worker_checks(token, contract, names)
+    checks = _worker_checks(token, contract, names)
+    runner._init_worker(checks, runner._projection(checks))
     return runner._map_chunk(chunk)
 
 

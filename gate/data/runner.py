@@ -57,9 +57,20 @@ class CheckRun:
         return sum(s.rows for s in self.splits)
 
 
-def _init_worker(checks: list[Check]) -> None:
-    global _WORKER_CHECKS
+_WORKER_FIELDS: tuple[str, ...] | None = None
+
+
+def _init_worker(checks: list[Check], fields: tuple[str, ...] | None = None) -> None:
+    global _WORKER_CHECKS, _WORKER_FIELDS
     _WORKER_CHECKS = checks
+    _WORKER_FIELDS = fields
+
+
+def _projection(checks: list[Check]) -> tuple[str, ...] | None:
+    """The union of the checks' declared row keys; None (whole rows) as soon as one check reads the whole row."""
+    if not checks or any(c.fields is None for c in checks):
+        return None
+    return tuple(sorted({f for c in checks for f in c.fields or ()}))
 
 
 def _map_chunk(chunk: Chunk) -> tuple[str, int, list[Any], float]:
@@ -69,7 +80,7 @@ def _map_chunk(chunk: Chunk) -> tuple[str, int, list[Any], float]:
     gc.disable()
     try:
         chunk = chunk.attached()
-        rows = parse_chunk(chunk)
+        rows = parse_chunk(chunk, _WORKER_FIELDS)
         batch = Batch(chunk.split, chunk.file, rows)
         partials = [c.map(batch) for c in _WORKER_CHECKS]
     finally:
@@ -139,12 +150,13 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
 
             engine_timings = map_chunks(chunks(), contract, names, instances, fold, address=address, workers=workers)
         elif n_workers <= 1:
-            _init_worker(instances)
+            _init_worker(instances, _projection(instances))
             for chunk in chunks():
                 fold(_map_chunk(chunk), chunk.nbytes)
         else:
             ctx = mp.get_context("fork")
-            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(instances,)) as pool:
+            with ctx.Pool(n_workers, initializer=_init_worker,
+                          initargs=(instances, _projection(instances))) as pool:
                 # started only after the workers are forked: forking while a thread imports is unsafe
                 warm = threading.Thread(target=lambda: [c.warm_up() for c in instances], daemon=True)
                 warm.start()

@@ -5,7 +5,9 @@ Runs inside worker processes, so it only depends on the chunk it is given.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
 
 import orjson
@@ -38,8 +40,74 @@ def _kind(value: object) -> str:
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def parse_chunk(chunk: Chunk) -> list[Row]:
-    """Parses every non-blank line (or Arrow row); raises InputError naming file and line for the first bad one."""
+# A JSON number (after ':', ',' or '[') with a 3-digit exponent or 300+ integer digits may overflow a double:
+# orjson refuses it, msgspec would read inf. Text inside strings can match too; that only sends its chunk the
+# strict way.
+_BIG_EXPONENT = re.compile(rb"[:,\[]\s*-?(?:[0-9]{300}|[0-9]+(?:\.[0-9]*)?[eE][+-]?[0-9]{3})")
+
+
+@functools.lru_cache(maxsize=8)
+def _projector(fields: tuple[str, ...]) -> Any:
+    import msgspec
+
+    row = msgspec.defstruct("Row", [(f, Any, msgspec.UNSET) for f in fields])
+    return msgspec.json.Decoder(row)
+
+
+def _projected(chunk: Chunk, fields: tuple[str, ...]) -> list[Row] | None:
+    """Rows holding only `fields`, decoded by msgspec, which skips the other values without building them (the
+    tool schemas of a tool-use row are most of its bytes). Same acceptance as the strict parser: a chunk with
+    invalid UTF-8 or a possibly overflowing number goes the strict way (None), and any line msgspec refuses is
+    parsed strictly, so its error message is the strict one."""
+    import msgspec
+
+    blob = chunk.blob
+    assert blob is not None
+    if _BIG_EXPONENT.search(blob):
+        return None
+    if not blob.isascii():
+        try:
+            blob.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    decode = _projector(fields).decode
+    unset = msgspec.UNSET
+    rows: list[Row] = []
+    line_no = chunk.first_row
+    for line in blob.split(b"\n"):
+        if line.strip():
+            try:
+                obj = decode(line)
+                row = {f: v for f in fields if (v := getattr(obj, f)) is not unset}
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                full = _strict_line(line, chunk.file, line_no)
+                row = {f: full[f] for f in fields if f in full}
+            rows.append((line_no, row))
+        line_no += 1
+    return rows
+
+
+def _strict_line(line: bytes, file: str, line_no: int) -> dict[str, Any]:
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise _explain_bad_line(line, file, line_no) from None
+    except RecursionError:
+        raise InputError("malformed JSON: nested too deeply", file=file, line=line_no) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"row is {_kind(obj)}, expected a JSON object", file=file, line=line_no)
+    return obj
+
+
+def parse_chunk(chunk: Chunk, fields: tuple[str, ...] | None = None) -> list[Row]:
+    """Parses every non-blank line (or Arrow row); raises InputError naming file and line for the first bad one.
+
+    `fields`: the only top-level keys the caller's checks read (None: all). Rows then hold just those keys."""
+    if fields is not None and chunk.blob is not None:
+        rows = _projected(chunk, fields)
+        if rows is None:  # the strict way, then the same projection
+            rows = [(ln, {f: row[f] for f in fields if f in row}) for ln, row in parse_chunk(chunk)]
+        return rows
     if chunk.batch is not None:
         try:
             objs = chunk.batch.to_pylist()

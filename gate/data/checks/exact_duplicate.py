@@ -20,6 +20,7 @@ from gate.data.dedup_text import dedup_texts
 
 class ExactDuplicateCheck(Check):
     name = "exact_duplicate"
+    fields = ("id", "messages")
     version = "1"
 
     def __init__(self, contract: Contract) -> None:

@@ -20,6 +20,8 @@ from gate.data.neardup import PROTECTED, Clustering, cluster, exact_pair_jaccard
 class _ClusterCheck(Check):
     """Collects the dedup text of every row; subclasses read the shared clustering."""
 
+    fields = ("id", "messages")
+
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
         self._config = neardup_config(contract)  # built once; bad options fail here, before the scan
