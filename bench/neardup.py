@@ -282,10 +282,10 @@ def generate(rows: int, out: Path) -> Path:
     return out
 
 
-def measure_engine(name: str, corpus: Path, out_dir: Path) -> dict[str, Any]:
+def measure_engine(name: str, corpus: Path, out_dir: Path, monitor: bool = True) -> dict[str, Any]:
     out = out_dir / f"{name}.npz"
     m = run_measured([PY, str(Path(__file__).resolve()), "--engine", name, "--corpus", str(corpus),
-                      "--out", str(out)])
+                      "--out", str(out)], monitor=monitor)
     if m.returncode != 0:
         raise SystemExit(f"engine {name} failed:\n{m.stderr[-3000:]}")
     info = json.loads(m.stdout.strip().splitlines()[-1])
@@ -300,10 +300,10 @@ def measure_engine(name: str, corpus: Path, out_dir: Path) -> dict[str, Any]:
 _FINDING = re.compile(r"near duplicate of row (\d+)\b.*?cluster [^:\s]+:(\d+)")
 
 
-def measure_gate_cli(dataset: Path, report_dir: Path, n: int) -> dict[str, Any]:
+def measure_gate_cli(dataset: Path, report_dir: Path, n: int, monitor: bool = True) -> dict[str, Any]:
     m = run_measured([PY, "-m", "gate", "check", str(dataset), "--contract", str(CONTRACT), "--checks",
                       "near_duplicate", "--no-db", "--report-dir", str(report_dir), "--quiet"],
-                     env={**os.environ, "CI": "true"})
+                     env={**os.environ, "CI": "true"}, monitor=monitor)
     if m.returncode not in (0, 100):
         raise SystemExit(f"gate check failed (rc {m.returncode}):\n{m.stderr[-3000:]}")
     report = json.loads((report_dir / "report.json").read_text())
@@ -387,16 +387,22 @@ def main() -> None:
     # repeats go round-robin over the engines, so a burst of load from elsewhere hits them alike; best wall time wins
     runs: dict[str, dict[str, Any]] = {}
     all_seconds: dict[str, list[float]] = defaultdict(list)
+    # round 1 also samples memory (the smaps of every process every 20 ms); later rounds time the tools alone,
+    # since that sampling takes CPU that a tool with worker processes misses more on two cores
+    peak: dict[str, int] = {}
     for rep in range(args.repeat):
         print(f"round {rep + 1}/{args.repeat} (1-min load average {os.getloadavg()[0]:.2f})", flush=True)
         for name in ("gate-cli", *ENGINES):
-            r = (measure_gate_cli(dataset, base / "report", n) if name == "gate-cli"
-                 else measure_engine(name, corpus, out_dir))
+            r = (measure_gate_cli(dataset, base / "report", n, monitor=rep == 0) if name == "gate-cli"
+                 else measure_engine(name, corpus, out_dir, monitor=rep == 0))
+            if rep == 0:
+                peak[name] = r["peak_rss_mb"]
             all_seconds[name].append(r["seconds"])
             if name not in runs or r["seconds"] < runs[name]["seconds"]:
                 runs[name] = r
     for name, r in runs.items():
         r["seconds_all_rounds"] = all_seconds[name]
+        r["peak_rss_mb"] = peak[name]
     if runs["gate-cli"]["config_key"] != runs["gate-lib"]["config_key"]:
         raise SystemExit("the CLI's near-dup config differs from NearDupConfig(): the library breakdown would not "
                          "describe the CLI run")
@@ -480,6 +486,7 @@ def render_md(res: dict[str, Any]) -> str:
           f"{c['planted_pairs']:,} planted near-duplicate pairs ({c['planted_ge_threshold']:,} with exact Jaccard >= "
           f"{res['threshold']}; min/median/max {'/'.join(map(str, c['planted_jaccard_min_median_max']))}).", "",
           f"Each run is its own process, from reading the JSONL to clusters; best of {res['repeat']} round(s) "
+          "(round 1 also samples peak memory every 20 ms, later rounds run unobserved) "
           "(all rounds' seconds are in the JSON); peak RSS is the whole process tree. Same "
           "text and tokens for all (word 5-grams after gate's normalisation). Recall: planted pairs with exact "
           f"J >= {res['threshold']} that end in one cluster. Precision: a seeded sample of each tool's reported pairs "
