@@ -101,7 +101,8 @@ def main() -> int:
     shutil.rmtree(index, ignore_errors=True)
     results: dict = {"benchmark": "incremental", "date": datetime.now(UTC).isoformat(timespec="seconds"),
                      "cpus": os.cpu_count(), "python": platform.python_version(), "base_rows": args.rows,
-                     "pr_rows": args.pr, "file_mb_base": round(data.stat().st_size / 2**20)}
+                     "pr_rows": args.pr, "file_mb_base": round(data.stat().st_size / 2**20),
+                     "loadavg_before": round(os.getloadavg()[0], 2)}
     results["index_build"] = measure("index build", [PY, "-m", "gate", "index", "build", str(repo / "data"),
                                                      "-c", CONTRACT, "--index", str(index), "--no-db"], args.rows)
     results["index_mb"] = round(sum(p.stat().st_size for p in index.iterdir()) / 2**20)
@@ -148,7 +149,8 @@ def main() -> int:
     md = [
         "# Incremental check of a pull request vs a full check",
         "",
-        f"{r['date']}, {r['cpus']} CPUs (shared machine: expect noise), Python {r['python']}. Base: "
+        f"{r['date']}, {r['cpus']} CPUs (1-min load average {r['loadavg_before']} before the run), Python "
+        f"{r['python']}. Base: "
         f"{r['base_rows']:,} generated triage rows ({r['file_mb_base']} MB) in a git repository; the pull request "
         f"appends {r['pr_rows']:,} rows. Wall time of the `gate` command, peak memory of its process tree.",
         "",
@@ -169,8 +171,8 @@ def main() -> int:
         f"In CPU seconds: full / incremental **{r['ratio_cpu_full_over_incremental']}x** without PII and secrets; "
         f"with them (prefix CPU scaled) ~{r['full_with_pii_cpu_estimate_s']:,} CPU s, "
         f"**{r['ratio_cpu_full_with_pii_over_incremental']:,}x** the incremental check.",
-        f"Target: incremental < 30 s on 2 cores: {'met' if r['target']['met'] else 'NOT met'} (wall time on a "
-        "machine shared with other jobs; the CPU seconds show the work itself).",
+        f"Target: incremental < 30 s on 2 cores: {'met' if r['target']['met'] else 'NOT met'} (wall time; the CPU "
+        "seconds show the work itself, independent of other load).",
         f"Incremental step timings (s): {r['incremental']['timings']}.",
         "",
         "Per-check status (incremental vs full): "
