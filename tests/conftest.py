@@ -62,3 +62,25 @@ def triage_contract_module():
     from gate.contract import load_contract
 
     return load_contract(CONTRACTS / "triage.yaml")
+
+
+def gate_inprocess(*args: str) -> tuple[int, str]:
+    """The real entry point (`gate.cli.main`, which maps errors to exit codes) in this process: a subprocess costs
+    seconds of imports on a loaded 2-core box. Tests of bad input still go through `run_gate` (a subprocess)."""
+    import contextlib
+    import io
+
+    from gate.cli import main
+
+    buf = io.StringIO()
+    argv = sys.argv
+    sys.argv = ["gate", *args]
+    try:
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = argv
+    return code, buf.getvalue()

@@ -42,18 +42,13 @@ WRITES = {
 
 def routes(app: Any) -> list[tuple[str, str]]:
     """(method, path template) of every route, routers included by the app expanded (FastAPI keeps them nested)."""
+    from gate.demo.leakscan import all_routes
+
     out: list[tuple[str, str]] = []
-
-    def walk(items: Any) -> None:
-        for r in items:
-            if hasattr(r, "effective_candidates"):  # an included router (FastAPI >= 0.16x)
-                walk(r.effective_candidates())
-                continue
-            methods, path = getattr(r, "methods", None), getattr(r, "path", None)
-            assert methods and path, f"a route of a kind this test does not know: {r!r}; teach routes() about it"
-            out.extend((m, path) for m in sorted(methods - {"HEAD"}))
-
-    walk(app.routes)
+    for r in all_routes(app):
+        methods, path = getattr(r, "methods", None), getattr(r, "path", None)
+        assert methods and path, f"a route of a kind this test does not know: {r!r}; teach routes() about it"
+        out.extend((m, path) for m in sorted(methods - {"HEAD"}))
     return sorted(set(out))
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.conftest import run_gate
+from tests.conftest import gate_inprocess, run_gate
 
 N = 200
 
@@ -98,27 +98,6 @@ GATES = [
 ]
 
 
-def gate_inprocess(*args: str) -> tuple[int, str]:
-    """The real entry point (`gate.cli.main`, which maps errors to exit codes) in this process: the subprocess runs
-    cost seconds of imports each on a loaded 2-core box; the bad-input tests below still go through a subprocess."""
-    import contextlib
-    import io
-    import sys
-
-    from gate.cli import main
-
-    buf = io.StringIO()
-    argv = sys.argv
-    sys.argv = ["gate", *args]
-    try:
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = argv
-    return code, buf.getvalue()
 
 
 def _decide(tmp: Path, card: Path, db: Path, *extra: str) -> tuple[int, dict[str, Any], str]:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.score.scorecard import load_scorecard
 from tests.conftest import ROOT, run_gate
-from tests.serve.fake_openai import FakeOpenAI
+from tests.serve.fake_openai import FakeOpenAI, triage_model
 
 TRIAGE = ROOT / "scorecards" / "triage.yaml"
 LIMIT = 24
@@ -22,20 +21,7 @@ LIMIT = 24
 
 @pytest.fixture(scope="module")
 def server():
-    card = load_scorecard(TRIAGE)
-    expected = {it.messages[-1]["content"]: it.expected for it in card.suites[0].items}
-
-    def respond(body: dict) -> dict:
-        answer = dict(expected[body["messages"][-1]["content"]])
-        if body.get("model") == "tinylora" and answer.get("next_action") != "refuse":
-            answer["product"] = "shipping" if answer.get("product") != "shipping" else "billing"
-        return {"id": "x", "object": "chat.completion", "model": body.get("model"),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": json.dumps(answer)}}],
-                "usage": {"prompt_tokens": 7, "completion_tokens": 9, "total_tokens": 16}}
-
-    srv = FakeOpenAI().start()
-    srv.respond = respond
+    srv = triage_model(TRIAGE)
     yield srv
     srv.kill()
 

@@ -14,19 +14,17 @@ the fixtures (tests/leakscan.py). This module takes about a minute (the data doo
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import json
 import re
-import sys
 from typing import Any
 
 import duckdb
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, run_gate
+from tests.conftest import FIXTURES, ROOT, gate_inprocess, run_gate
 from tests.leakscan import planted_values, scan, strings_of
+from tests.serve.fake_openai import triage_model
 
 FAULTY = ["triage-faulty", "tool-use-faulty"]
 SCORECARD = ROOT / "scorecards" / "triage.yaml"
@@ -34,44 +32,8 @@ SCORECARD = ROOT / "scorecards" / "triage.yaml"
 NO_DATA = {"/jobs/{job_id}", "/jobs/{job_id}/files/{name}"}
 
 
-def gate_inprocess(*args: str) -> tuple[int, str]:
-    """The real entry point in this process (a subprocess costs seconds of imports on a loaded box)."""
-    from gate.cli import main
-
-    buf = io.StringIO()
-    argv = sys.argv
-    sys.argv = ["gate", *args]
-    try:
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = argv
-    return code, buf.getvalue()
 
 
-def _fake_model() -> Any:
-    """The triage scorecard's expected answers for "tiny", a wrong product for "tinylora"."""
-    from gate.score.scorecard import load_scorecard
-    from tests.serve.fake_openai import FakeOpenAI
-
-    card = load_scorecard(SCORECARD)
-    expected = {it.messages[-1]["content"]: it.expected for it in card.suites[0].items}
-
-    def respond(body: dict) -> dict:
-        answer = dict(expected[body["messages"][-1]["content"]])
-        if body.get("model") == "tinylora" and answer.get("next_action") != "refuse":
-            answer["product"] = "shipping" if answer.get("product") != "shipping" else "billing"
-        return {"id": "x", "object": "chat.completion", "model": body.get("model"),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": json.dumps(answer)}}],
-                "usage": {"prompt_tokens": 7, "completion_tokens": 9, "total_tokens": 16}}
-
-    srv = FakeOpenAI().start()
-    srv.respond = respond
-    return srv
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +48,7 @@ def record(tmp_path_factory):
         runs = dict(con.execute("SELECT regexp_extract(dataset, '[^/]+$'), run_id FROM runs "
                                 "WHERE kind = 'check'").fetchall())
     assert set(FAULTY) <= set(runs), runs
-    srv = _fake_model()
+    srv = triage_model(SCORECARD)
     try:
         decisions = {}
         for cand, base, expect in (("tiny", "tinylora", 0), ("tinylora", "tiny", 100)):
@@ -151,17 +113,9 @@ def test_planted_values_named_by_the_findings_are_not_in_the_reports(record):
 # ---- every GET route, enumerated from the app ------------------------------------------------------------------
 
 def _routes(app: Any) -> list[Any]:
-    out: list[Any] = []
+    from gate.demo.leakscan import all_routes
 
-    def walk(items: Any) -> None:
-        for r in items:
-            if hasattr(r, "effective_candidates"):
-                walk(r.effective_candidates())
-            else:
-                out.append(r)
-
-    walk(app.routes)
-    return out
+    return all_routes(app)
 
 
 def _sources(db: str) -> dict[str, Any]:

@@ -192,7 +192,8 @@ def scan(planted: Sequence[Planted], *, paths: Sequence[str | Path] = (), duckdb
 
 # ---- the dashboard, every page, in-process ---------------------------------------------------------------------
 
-def _get_routes(app: Any) -> list[Any]:
+def all_routes(app: Any) -> list[Any]:
+    """Every route of the app, included routers expanded (FastAPI nests them), so a new page is never missed."""
     out: list[Any] = []
 
     def walk(items: Any) -> None:
@@ -203,7 +204,11 @@ def _get_routes(app: Any) -> list[Any]:
                 out.append(r)
 
     walk(app.routes)
-    return [r for r in out if "GET" in (getattr(r, "methods", None) or set())]
+    return out
+
+
+def _get_routes(app: Any) -> list[Any]:
+    return [r for r in all_routes(app) if "GET" in (getattr(r, "methods", None) or set())]
 
 
 def _page_sources(db: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 class FakeOpenAI:
@@ -153,3 +154,27 @@ if __name__ == "__main__":
     s = FakeOpenAI(args.host, args.port)
     print(f"listening on {s.url}", flush=True)
     s.httpd.serve_forever()
+
+
+def triage_model(scorecard: str | Path) -> FakeOpenAI:
+    """A started server that answers the triage scorecard's items: model "tiny" with the expected answers,
+    "tinylora" with a wrong product (refusals kept), so a decision between them is BLOCK."""
+    import json
+
+    from gate.score.scorecard import load_scorecard
+
+    card = load_scorecard(scorecard)
+    expected = {it.messages[-1]["content"]: it.expected for it in card.suites[0].items}
+
+    def respond(body: dict) -> dict:
+        answer = dict(expected[body["messages"][-1]["content"]])
+        if body.get("model") == "tinylora" and answer.get("next_action") != "refuse":
+            answer["product"] = "shipping" if answer.get("product") != "shipping" else "billing"
+        return {"id": "x", "object": "chat.completion", "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": json.dumps(answer)}}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 9, "total_tokens": 16}}
+
+    srv = FakeOpenAI().start()
+    srv.respond = respond
+    return srv
