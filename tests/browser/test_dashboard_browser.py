@@ -71,7 +71,7 @@ def server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
     output = proc.stdout.read() if proc.stdout else ""
-    assert not any(t in output or t.split("_")[2] in output for t in tokens.values()), "a token in the server log"
+    assert not any(t in output or t.split("_", 2)[2] in output for t in tokens.values()), "a token in the server log"
 
 
 @pytest.fixture(scope="module")
