@@ -81,12 +81,11 @@ def _projected(chunk: Chunk, fields: tuple[str, ...]) -> list[Row] | None:
 
 
 def _strict_line(line: bytes, file: str, line_no: int) -> dict[str, Any]:
+    """One line by the strict parser (orjson): the row, or the one-line error naming file and line."""
     try:
         obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError:  # nesting beyond its limit too: explained as "nested too deeply"
         raise _explain_bad_line(line, file, line_no) from None
-    except RecursionError:
-        raise InputError("malformed JSON: nested too deeply", file=file, line=line_no) from None
     if not isinstance(obj, dict):
         raise InputError(f"row is {_kind(obj)}, expected a JSON object", file=file, line=line_no)
     return obj
@@ -110,16 +109,9 @@ def parse_chunk(chunk: Chunk, fields: tuple[str, ...] | None = None) -> list[Row
         return [(chunk.first_row + i, _drop_arrow_nulls(obj)) for i, obj in enumerate(objs)]
     rows: list[Row] = []
     line_no = chunk.first_row
-    loads = orjson.loads
     for line in chunk.blob.split(b"\n"):  # type: ignore[union-attr]
         if line.strip():
-            try:
-                obj = loads(line)
-            except orjson.JSONDecodeError:
-                raise _explain_bad_line(line, chunk.file, line_no) from None
-            if not isinstance(obj, dict):
-                raise InputError(f"row is {_kind(obj)}, expected a JSON object", file=chunk.file, line=line_no)
-            rows.append((line_no, obj))
+            rows.append((line_no, _strict_line(line, chunk.file, line_no)))
         line_no += 1
     return rows
 
