@@ -443,7 +443,7 @@ def main() -> None:
                     "python": platform.python_version(), "platform": platform.platform(),
                     "processor": platform.processor() or platform.machine(),
                     "loadavg_1min_before": load_before, "loadavg_1min_after": round(os.getloadavg()[0], 2)},
-        "versions": {"gate": importlib.metadata.version("gate"), "datasketch": datasketch.__version__,
+        "versions": {"gate": importlib.metadata.version("finetune-gate"), "datasketch": datasketch.__version__,
                      "rensa": importlib.metadata.version("rensa"), "numpy": np.__version__,
                      "orjson": importlib.metadata.version("orjson")},
         "corpus": {"rows": n, "bytes": corpus.stat().st_size, "planted_pairs": len(planted),

@@ -1,3 +1,12 @@
 """gate: the data door and the release door of a fine-tuning programme."""
 
 __version__ = "0.1.0"
+
+# The distribution's name on the package index. The import package and the console script are `gate`, but the
+# PyPI name `gate` belongs to an unrelated project (a typosquatting risk for anyone who follows an install hint).
+DISTRIBUTION = "finetune-gate"
+
+
+def install_hint(extra: str) -> str:
+    """The one install command every "needs the X extra" message names, so no message can drift to a wrong name."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"

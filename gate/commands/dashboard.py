@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gate import install_hint
 from gate.errors import ExitCode, GateError
 
 
@@ -44,7 +45,7 @@ def run_dashboard(*, db: str | None, host: str, port: int, no_auth: bool = False
     try:
         import uvicorn
     except ImportError:
-        raise GateError("the dashboard needs the service extra (pip install 'gate[service]')") from None
+        raise GateError(f"the dashboard needs the service extra ({install_hint('service')})") from None
     from gate.dashboard.app import create_dashboard_app
     from gate.report.console import make_console
     from gate.store.db import db_path

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gate import install_hint
 from gate.errors import GateError
 
 PASS_COLOR = "#1a7f37"
@@ -30,7 +31,7 @@ def plotly_js_path() -> Path:
 
     spec = importlib.util.find_spec("plotly")
     if spec is None or not spec.submodule_search_locations:
-        raise GateError("plotly is not installed (pip install 'gate[service]')")
+        raise GateError(f"plotly is not installed ({install_hint('service')})")
     path = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
     if not path.is_file():
         raise GateError("the plotly package has no bundled plotly.min.js", file=str(path))

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from gate import install_hint
 from gate.errors import GateError
 from gate.io.dataset import Chunk
 
@@ -57,7 +58,7 @@ def connect(address: str | None, num_cpus: int | None) -> bool:
     try:
         import ray
     except ImportError:
-        raise GateError("--engine ray needs the 'ray' extra (pip install 'gate[ray]')") from None
+        raise GateError(f"--engine ray needs the 'ray' extra ({install_hint('ray')})") from None
     if ray.is_initialized():
         return False
     kw: dict[str, Any] = {"log_to_driver": False, "logging_level": "ERROR", "configure_logging": True}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from gate import install_hint
 from gate.errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".ndjson")
@@ -316,7 +317,7 @@ def _iter_hf(src: SplitSource, stats: SplitStats, batch_rows: int) -> Iterator[C
     try:
         import datasets
     except ImportError:
-        raise InputError("reading a Hugging Face datasets directory needs the 'hf' extra (pip install 'gate[hf]')",
+        raise InputError(f"reading a Hugging Face datasets directory needs the 'hf' extra ({install_hint('hf')})",
                          file=src.display) from None
     try:
         ds = datasets.load_from_disk(str(src.path))

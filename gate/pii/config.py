@@ -18,6 +18,8 @@ import importlib.util
 import json
 from dataclasses import asdict, dataclass
 
+from gate import install_hint
+
 #: Entities found by presidio's pattern recognisers plus our street-address pattern. Cheap, no model needed.
 PATTERN_ENTITIES: tuple[str, ...] = (
     "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IP_ADDRESS", "US_SSN", "IBAN_CODE", "URL", "ADDRESS",
@@ -50,7 +52,7 @@ URL_FILE_SUFFIXES: tuple[str, ...] = (
 def require(module: str, package: str) -> None:
     """Raise an ImportError naming the pip extra when an optional engine is missing (not a bare ModuleNotFound)."""
     if importlib.util.find_spec(module) is None:
-        raise ImportError(f"{package} is not installed; install the PII extra: pip install 'gate[pii]'")
+        raise ImportError(f"{package} is not installed; install the PII extra: {install_hint('pii')}")
 
 
 def _canonical(obj: object) -> str:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from gate import install_hint
 from gate.serve.engine import Engine, EngineError, EngineIdentity, hash_path, hash_text, read_chat_template
 from gate.serve.types import Request, Response
 from gate.template.toolcalls import detect_format, parse_tool_calls, schemas_of, split_reasoning
@@ -65,7 +66,7 @@ class EmbeddedEngine(Engine):
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
             raise EngineError(f"the embedded engine needs torch and transformers ({exc}); "
-                              "pip install 'gate[train]'") from None
+                              f"{install_hint('train')}") from None
         try:
             tok = AutoTokenizer.from_pretrained(self.model_path)
             model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, self.dtype))

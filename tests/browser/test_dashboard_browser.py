@@ -76,7 +76,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install 'gate[browser]'")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install 'finetune-gate[browser]'")
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
     with sync_api.sync_playwright() as p:
