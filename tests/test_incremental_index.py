@@ -241,3 +241,18 @@ def test_membership_helpers_agree_with_numpy():
     for probe in (digests[rng.integers(0, digests.size, 40)], twin, digests, copies):
         assert (_isin16(digests, probe) == np.isin(digests, probe)).all()
         assert (_isin16(probe, digests) == np.isin(probe, digests)).all()
+
+
+def test_index_build_with_a_database_records_the_build(tmp_path):
+    """issue 15 item 24: the record's column was named `at`, which DuckDB 2.0 rejects (a parser error, exit 1)."""
+    import duckdb
+
+    repo = make_repo(tmp_path, "triage-clean")
+    db = tmp_path / "gate.duckdb"
+    index = tmp_path / "idx"
+    res = run_gate("index", "build", str(repo / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--index",
+                   str(index), "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT index_dir, action, rows, recorded_at IS NOT NULL FROM dataset_indexes").fetchall()
+    assert rows == [(str(index), "build", 540, True)]

@@ -12,8 +12,9 @@ from typing import Any
 
 from gate.store.db import connect
 
+# `recorded_at`, not `at`: DuckDB 2.0 made AT a reserved word (time travel), and a column named `at` is a parser error
 DDL = """CREATE TABLE IF NOT EXISTS dataset_indexes (
-    index_dir VARCHAR, dataset VARCHAR, action VARCHAR, at TIMESTAMPTZ, rows BIGINT, parts INTEGER,
+    index_dir VARCHAR, dataset VARCHAR, action VARCHAR, recorded_at TIMESTAMPTZ, rows BIGINT, parts INTEGER,
     config VARCHAR, contract_sha256 VARCHAR, base_commit VARCHAR, rows_added BIGINT, timings JSON)"""
 
 
