@@ -185,8 +185,9 @@ def _prefilters(config: PiiConfig) -> dict[str, Callable[[str], Any]]:
     it rejects cannot produce a hit (soundness is what keeps `scan_texts` identical to the plain loop):
     e-mail needs "@"; URL needs "." + a TLD; IPv4 needs digit.digit, every IPv6 form has "hex:" or "::"; a card
     needs four digits in a row; every SSN pattern has 3 digits, an optional separator, 2 digits; an IBAN starts
-    with two capitals and two digits. For phones the prefilter is the post-filter itself (a hit must contain
-    `phone_min_digits` digits in close succession), so texts without such a run skip phonenumbers entirely.
+    with two letters (either case: the recogniser matches case-insensitively) and two digits. For phones the
+    prefilter is the post-filter itself (a hit must contain `phone_min_digits` digits in close succession), so
+    texts without such a run skip phonenumbers entirely.
     """
     import regex
 
@@ -196,7 +197,7 @@ def _prefilters(config: PiiConfig) -> dict[str, Callable[[str], Any]]:
         "IpRecognizer": regex.compile(r"[0-9]\.[0-9]|[0-9a-f]:|::", flags).search,
         "CreditCardRecognizer": regex.compile(r"\d{4}", flags).search,
         "UsSsnRecognizer": regex.compile(r"[0-9]{3}[- .]?[0-9]{2}", flags).search,
-        "IbanRecognizer": regex.compile(r"[A-Z]{2}[0-9]{2}", regex.DOTALL | regex.MULTILINE).search,
+        "IbanRecognizer": regex.compile(r"[A-Z]{2}[0-9]{2}", flags).search,
         "PhoneRecognizer": _phone_run(config.phone_min_digits).search,
     }
     url = _url_prefilter()
@@ -456,7 +457,10 @@ def _engine(config: PiiConfig) -> _Engine:
         "CREDIT_CARD": lambda: CreditCardRecognizer(supported_language=lang),
         "IP_ADDRESS": lambda: IpRecognizer(supported_language=lang),
         "US_SSN": lambda: UsSsnRecognizer(supported_language=lang),
-        "IBAN_CODE": lambda: IbanRecognizer(supported_language=lang),
+        # presidio's own registry builds it with IGNORECASE (its `global_regex_flags`); the class default has
+        # none, so a lower-case IBAN ("gb42nawi04454264788619") would never be found
+        "IBAN_CODE": lambda: IbanRecognizer(supported_language=lang,
+                                            regex_flags=re.DOTALL | re.MULTILINE | re.IGNORECASE),
         "URL": lambda: UrlRecognizer(supported_language=lang),
         "ADDRESS": lambda: street_address_recognizer(lang),
     }

@@ -25,6 +25,9 @@ PATTERN_CASES = [
      "IP_ADDRESS"),
     ("For the W-9 form my SSN is 536-22-1845, thanks.", "536-22-1845", "US_SSN"),
     ("Please refund to IBAN DE89370400440532013000 as agreed.", "DE89370400440532013000", "IBAN_CODE"),
+    # lower case (issue 15 item 8): presidio's own registry finds it, so must gate, on both paths
+    ("my iban is gb42nawi04454264788619", "gb42nawi04454264788619", "IBAN_CODE"),
+    ("Refund to de89 3704 0044 0532 0130 00 please.", "de89 3704 0044 0532 0130 00", "IBAN_CODE"),
     ("The page https://portal.example.com/account/settings shows an error.",
      "https://portal.example.com/account/settings", "URL"),
     ("Please ship the replacement to 221 Baker Street, I moved.", "221 Baker Street", "ADDRESS"),
@@ -61,6 +64,14 @@ def _covered(text: str, hits: list[Hit], value: str, entity: str) -> bool:
 def test_pattern_entities_detected(pattern_cfg: PiiConfig, text: str, value: str, entity: str) -> None:
     hits = scan_text(text, pattern_cfg)
     assert _covered(text, hits, value, entity), [(h, text[h.start:h.end]) for h in hits]
+
+
+def test_lower_case_iban_found_on_the_fast_path_too(pattern_cfg: PiiConfig) -> None:
+    """The prefilter was case-sensitive ([A-Z]{2}[0-9]{2}): a lower-case IBAN never reached the recogniser."""
+    texts = ["my iban is gb42nawi04454264788619", "IBAN: fr14 2004 1010 0505 0001 3m02 606, thanks"]
+    for text, hits in zip(texts, scan_texts(texts, pattern_cfg, workers=1), strict=True):
+        assert [h.entity_type for h in hits] == ["IBAN_CODE"], (text, hits)
+        assert hits == scan_text(text, pattern_cfg)
 
 
 def test_clean_support_sentences_give_no_hits(pattern_cfg: PiiConfig) -> None:
