@@ -116,3 +116,24 @@ def test_a_log_line_is_scanned_too(seeded, tmp_path):
     buf = io.StringIO()
     code = leak_scan(str(tmp_path), copy, {"output of step 5": f"x {in_file.value} y"}, Console(file=buf, width=300))
     assert code == 1 and "found in output of step 5" in buf.getvalue()
+
+
+def test_the_scan_looks_for_its_whole_token_and_whole_secret_never_a_fragment(tmp_path):
+    """issue 15 item 1: the scan looked for `token.rsplit("_", 1)[-1]`; a token_urlsafe secret often holds `_`,
+    so that fragment could be one character and "match" any page (the demo failed on its first run)."""
+    from gate.demo.leakscan import token_shown
+    from gate.service.auth import create_token, parse_token
+
+    db = str(tmp_path / "gate.duckdb")
+    for n in range(200):  # real tokens until one's secret has a short piece after its last '_'
+        token = create_token(db, f"t{n}", "viewer")
+        secret = parse_token(token)[1]
+        if "_" in secret and len(secret.rsplit("_", 1)[-1]) <= 3:
+            break
+    else:
+        pytest.fail("no token with a short last fragment in 200 tries")
+    fragment = secret.rsplit("_", 1)[-1]
+    pages = {"dashboard GET /": f"<p>{fragment} {fragment}</p>" + "x" * 100}
+    assert token_shown(token, pages) is None
+    assert token_shown(token, {**pages, "dashboard GET /tokens": f"<td>{secret}</td>"}) == "dashboard GET /tokens"
+    assert token_shown(token, {"GET /a": "clean", "GET /b": f"Bearer {token}"}) == "GET /b"
