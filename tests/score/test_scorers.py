@@ -206,3 +206,87 @@ class TestToolExecution:
         gold = {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "ab"}}]}
         s = sc.score(item(gold), resp(calls=[ToolCall("lookup_order", '{"order_id": "AB "}')]))
         assert s.value["arguments"] == 1.0 and s.error == "wrong_result"
+
+
+def _fn(name, properties, required=()):
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "additionalProperties": False, "required": list(required), "properties": properties}}}
+
+
+class TestToolExecutionHeldOut:
+    """Issue 16 items 1-3 and 5: places where the tool scorer gave a wrong number."""
+
+    def test_seven_parallel_calls_in_reverse_order_match(self):
+        sc = ToolExecution([_fn("f", {"x": {"type": "integer"}}, ["x"])])
+        gold = {"tool_calls": [{"name": "f", "arguments": {"x": i}} for i in range(7)]}
+        calls = [ToolCall("f", json.dumps({"x": i})) for i in reversed(range(7))]
+        s = sc.score(item(gold), resp(calls=calls))
+        assert s.value["correct"] == 1.0 and s.value["arguments"] == 1.0, s
+        # one wrong value among nine shuffled calls is still found and named
+        gold9 = {"tool_calls": [{"name": "f", "arguments": {"x": i}} for i in range(9)]}
+        calls9 = [ToolCall("f", json.dumps({"x": x})) for x in (8, 3, 5, 0, 7, 2, 6, 1, 42)]
+        bad = sc.score(item(gold9), resp(calls=calls9))
+        assert bad.value["correct"] == 0.0 and bad.error == "bad_value" and "'x'" in bad.explanation
+
+    def test_float_written_for_an_integer_parameter_fails(self):
+        sc = ToolExecution([_fn("log", {"value": {"type": "number"}, "base": {"type": "integer"}}, ["value", "base"])])
+        gold = {"tool_calls": [{"name": "log", "arguments": {"value": 8, "base": 10}}]}
+        s = sc.score(item(gold), resp(calls=[ToolCall("log", '{"value": 8, "base": 10.0}')]))
+        assert s.value["correct"] == 0.0 and s.error == "wrong_type" and "base" in s.explanation
+        # where the schema says number, 8.0 and 8 are both fine whichever the gold wrote
+        assert sc.score(item(gold), resp(calls=[ToolCall("log", '{"value": 8.0, "base": 10}')])).value[
+            "correct"] == 1.0
+        gold_f = {"tool_calls": [{"name": "log", "arguments": {"value": 8.0, "base": 10}}]}
+        assert sc.score(item(gold_f), resp(calls=[ToolCall("log", '{"value": 8, "base": 10}')])).value[
+            "correct"] == 1.0
+
+    def test_without_a_schema_a_float_for_an_integer_gold_fails(self):
+        sc = ToolExecution([{"type": "function", "function": {"name": "g"}}])
+        gold = {"tool_calls": [{"name": "g", "arguments": {"n": 3}}]}
+        s = sc.score(item(gold), resp(calls=[ToolCall("g", '{"n": 3.0}')]))
+        assert s.error == "wrong_type"
+
+    def test_integers_beyond_2_53_compare_exactly(self):
+        sc = ToolExecution([_fn("get", {"id": {"type": "integer"}}, ["id"])])
+        gold = {"tool_calls": [{"name": "get", "arguments": {"id": 2**53}}]}
+        s = sc.score(item(gold), resp(calls=[ToolCall("get", json.dumps({"id": 2**53 + 1}))]))
+        assert s.value["correct"] == 0.0 and s.error == "bad_value"
+        assert sc.score(item(gold), resp(calls=[ToolCall("get", json.dumps({"id": 2**53}))])).value["correct"] == 1
+        assert normalize_value(2**53 + 1) != normalize_value(2**53) and normalize_value(1) == normalize_value(1.0)
+
+    @pytest.mark.parametrize("args,error", [
+        ('{"unit": "kelvin"}', "bad_value"),   # enum violation
+        ("{}", "missing_argument"),            # required argument missing
+    ])
+    def test_underscore_spelling_of_a_dotted_tool_is_validated(self, args, error):
+        tools = [_fn("weather.get", {"unit": {"enum": ["c", "f"]}}, ["unit"])]
+        gold = {"tool_calls": [{"name": "weather.get", "arguments": {"unit": "c"}, "acceptable": {"unit": ["c", "kelvin", ""]}}]}
+        s = ToolExecution(tools).score(item(gold), resp(calls=[ToolCall("weather_get", args)]))
+        assert s.error == error and s.value["correct"] == 0.0
+
+    def test_one_normalised_name_for_function_metric_and_execution(self, tmp_path):
+        impl = tmp_path / "tools.py"
+        impl.write_text("def initial_state():\n    return {}\n"
+                        "def get(state, unit):\n    return unit.upper()\n"
+                        "TOOLS = {'weather.get': get}\n")
+        tools = [_fn("weather.get", {"unit": {"enum": ["c", "f"]}}, ["unit"])]
+        gold = {"tool_calls": [{"name": "weather.get", "arguments": {"unit": "c"}}]}
+        s = ToolExecution(tools, impl).score(item(gold), resp(calls=[ToolCall("weather_get", '{"unit": "c"}')]))
+        assert s.value["function"] == 1.0 and s.value["correct"] == 1.0 and s.value["executed"] == 1.0, s
+
+    def test_nested_string_normalisation_is_an_option(self):
+        tools = [_fn("route", {"stops": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}},
+                     ["stops"])]
+        gold = {"tool_calls": [{"name": "route", "arguments": {"stops": [["New York"]]}}]}
+        answer = resp(calls=[ToolCall("route", '{"stops": [["NEW-YORK"]]}')])
+        assert ToolExecution(tools).score(item(gold), answer).value["correct"] == 1.0
+        s = ToolExecution(tools, normalize_nested=False).score(item(gold), answer)
+        assert s.value["correct"] == 0.0 and s.error == "bad_value"
+        exact = resp(calls=[ToolCall("route", '{"stops": [["New York"]]}')])
+        assert ToolExecution(tools, normalize_nested=False).score(item(gold), exact).value["correct"] == 1.0
+
+    def test_enum_values_are_not_normalised(self):
+        tools = [_fn("t", {"reason": {"enum": ["not_received"]}}, ["reason"])]
+        gold = {"tool_calls": [{"name": "t", "arguments": {"reason": "not_received"}}]}
+        s = ToolExecution(tools).score(item(gold), resp(calls=[ToolCall("t", '{"reason": "Not Received"}')]))
+        assert s.error == "bad_value"

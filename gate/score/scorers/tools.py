@@ -5,14 +5,23 @@ parse (server `tool_calls`, else the raw text: hermes / GLM `<tool_call>` markup
 count -> function name -> arguments against the tool's JSON Schema (missing / extra / wrong type / bad value)
 -> values against the gold's acceptable values with BFCL-style normalisation -> sandboxed execution of the
 model's calls and of the gold calls on separate fresh states -> results and final state compared.
-Parallel calls are matched to gold calls by the best assignment over all orderings (BFCL's greedy matching
-can false-negative). A plain-text answer is an abstention; text with tool-call markup that does not parse,
-or an answer cut off by the length limit, is a parse failure, never an abstention.
+Parallel calls are matched to gold calls by an optimal assignment (Hungarian method on the call x gold table,
+any number of calls; BFCL's greedy matching can false-negative).
+Names: one normalised name (`.` and `_` are the same: models that cannot emit dots write `a_b` for `a.b`) is
+used for the schema lookup, `correct`, the `function` metric and execution (the tool's declared name is run).
+Types: the JSON type the model wrote is checked, not only the schema's (JSON Schema's `integer` accepts 5.0,
+a Python tool does not); integers compare exactly, also beyond 2**53.
+Normalisation rule (documented in the scorecard reference): free strings - top level and, with
+`normalize_nested` (default, as BFCL), inside lists and objects - are normalised before being compared with
+the gold's acceptable values; a parameter whose schema declares an `enum` is checked by the schema first, so
+an enum value must be written exactly as declared (no normalisation), and gold alternatives outside the enum
+are flagged when the scorecard is loaded (`gold_problems`).
+A plain-text answer is an abstention; text with tool-call markup that does not parse, or an answer cut off by
+the length limit, is a parse failure, never an abstention.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from pathlib import Path
@@ -28,9 +37,11 @@ _NOT_GIVEN = object()
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
-def normalize_value(value: Any, mode: str = "bfcl") -> Any:
+def normalize_value(value: Any, mode: str = "bfcl", nested: bool = True) -> Any:
     """BFCL `standardize_string` (drop ` ,./-_*^`, lowercase, ' -> ") or `basic` (casefold, collapse spaces);
-    numbers compare by value (1 == 1.0) but booleans are never numbers; lists and dicts recurse."""
+    numbers compare by value (1 == 1.0) but exactly (an int is never rounded through a float, so 2**53 + 1 is
+    not 2**53) and booleans are never numbers; lists and dicts recurse, normalising their strings only when
+    `nested` (BFCL does; a scorecard may want nested strings exact)."""
     if isinstance(value, str):
         if mode == "bfcl":
             return _BFCL_STRIP.sub("", value).lower().replace("'", '"')
@@ -40,12 +51,44 @@ def normalize_value(value: Any, mode: str = "bfcl") -> Any:
     if isinstance(value, bool):
         return ("bool", value)
     if isinstance(value, int | float):
-        return ("num", float(value))
+        return ("num", value)  # int == float compares exactly in Python; no float() round trip
+    inner = mode if nested else "none"
     if isinstance(value, list | tuple):
-        return tuple(normalize_value(v, mode) for v in value)
+        return ("list", tuple(normalize_value(v, inner, nested) for v in value))
     if isinstance(value, dict):
-        return tuple(sorted((k, normalize_value(v, mode)) for k, v in value.items()))
+        return ("dict", tuple(sorted(((k, normalize_value(v, inner, nested)) for k, v in value.items()),
+                                     key=lambda kv: kv[0])))
     return value
+
+
+def tool_key(name: str) -> str:
+    """The one normalised tool name used for lookup and every metric (`a.b` and `a_b` are the same tool)."""
+    return name.replace(".", "_")
+
+
+def _json_kind(v: Any) -> str:
+    """The JSON type a value was written as: a float that happens to be integral (10.0) is a number, not an
+    integer, because the model wrote a decimal point and a Python tool would get a float."""
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if v is None:
+        return "null"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _strict_validator_class() -> Any:
+    """Draft 2020-12 with `integer` meaning a JSON integer as written (JSON Schema's own accepts 5.0)."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
+    return validators.extend(Draft202012Validator, type_checker=checker)
 
 
 def _schema_error_kind(err: Any) -> str:
@@ -66,7 +109,8 @@ class ToolExecution:
     state), `limits` (cpu_s, wall_s, memory_mb, output_bytes). `tools` (OpenAI-style) comes from the scorecard's
     prompt wrapper. Gold per item: `expected.tool_calls` = [{name, arguments, acceptable?}], where
     `acceptable` maps an argument to a list of accepted values ("" = may be omitted); `expected.refusal: true` or
-    an empty list means no call is right."""
+    an empty list means no call is right. `normalize_nested` (true): normalise strings inside lists and objects
+    too (BFCL); false compares them exactly."""
 
     type = "tool_execution"
     keys = ("correct", "parsed", "function", "arguments", "executed", "server_parsed")
@@ -74,14 +118,15 @@ class ToolExecution:
 
     def __init__(self, tools: list[dict[str, Any]] | None = None, implementation: str | Path | None = None,
                  normalize: str = "bfcl", text_formats: list[str] | None = None, execute: bool = True,
-                 compare: str = "both", limits: dict[str, Any] | None = None) -> None:
-        from jsonschema import Draft202012Validator
-
+                 compare: str = "both", limits: dict[str, Any] | None = None,
+                 normalize_nested: bool = True) -> None:
         from gate.template.toolcalls import schemas_of
 
+        cls = _strict_validator_class()
         self.schemas = schemas_of(tools or [])
-        self.validators = {n: Draft202012Validator(s, format_checker=Draft202012Validator.FORMAT_CHECKER)
-                           for n, s in self.schemas.items()}
+        self.names = {tool_key(n): n for n in self.schemas}  # normalised -> declared name
+        self.validators = {tool_key(n): cls(s, format_checker=cls.FORMAT_CHECKER) for n, s in self.schemas.items()}
+        self.normalize_nested = normalize_nested
         self.implementation = Path(implementation) if implementation else None
         self.normalize = normalize
         self.text_formats = tuple(text_formats or ("hermes", "glm47", "json"))
@@ -116,7 +161,8 @@ class ToolExecution:
             return "failed", [], "tool-call markup in the text does not parse"
         if "json" in self.text_formats:
             ok, obj = flexible_json(text)
-            if ok and isinstance(obj, dict) and isinstance(obj.get("name"), str) and obj["name"] in self.schemas:
+            if ok and isinstance(obj, dict) and isinstance(obj.get("name"), str) and tool_key(obj["name"]) in \
+                    self.names:
                 args = obj.get("arguments", obj.get("parameters", {}))
                 if isinstance(args, str):
                     try:
@@ -132,11 +178,11 @@ class ToolExecution:
     def check_call(self, gold: dict[str, Any], name: str, args: Any) -> tuple[str | None, str]:
         """(error kind or None, why) for one model call against one gold call."""
         want = str(gold.get("name", ""))
-        if name.replace(".", "_") != want.replace(".", "_"):
+        if tool_key(name) != tool_key(want):
             return "wrong_function", f"called {name!r}, expected {want!r}"
         if not isinstance(args, dict):
             return "parse_failure", f"arguments of {name} are not an object"
-        validator = self.validators.get(name)
+        validator = self.validators.get(tool_key(name))
         if validator is not None:
             errs = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.validator))
             if errs:
@@ -157,37 +203,42 @@ class ToolExecution:
                 if "" in options:
                     continue
                 return "missing_argument", f"{name}: argument '{k}' is missing"
-            if not self._type_ok(got, [o for o in options if o != ""]):
-                return "wrong_type", f"{name}: argument '{k}' is {type(got).__name__}"
-            if normalize_value(got, self.normalize) not in [normalize_value(o, self.normalize) for o in options]:
+            declared = "type" in (self.schemas.get(self.names.get(tool_key(name), ""), {}).get("properties")
+                                  or {}).get(k, {})
+            if not self._type_ok(got, [o for o in options if o != ""], declared):
+                return "wrong_type", f"{name}: argument '{k}' is {_json_kind(got)}"
+            norm = [normalize_value(o, self.normalize, self.normalize_nested) for o in options]
+            if normalize_value(got, self.normalize, self.normalize_nested) not in norm:
                 return "bad_value", f"{name}: argument '{k}' has a value the gold does not accept"
         return None, "matches"
 
     @staticmethod
-    def _type_ok(got: Any, options: list[Any]) -> bool:
-        """int is accepted where the gold has a float (BFCL); otherwise the JSON types must agree."""
+    def _type_ok(got: Any, options: list[Any], declared: bool = False) -> bool:
+        """An integer is accepted where the gold has a float (BFCL). Where the schema declares the parameter's
+        type it has already decided integer vs number (8.0 is a fine `number` even if the gold wrote 8); where
+        it does not, a float is refused where every gold number is an integer (10.0 for `base: 10` is a float in
+        Python). Otherwise the JSON types must agree."""
+        if not options:
+            return True
         def kind(v: Any) -> str:
-            if isinstance(v, bool):
-                return "bool"
-            if isinstance(v, int | float):
-                return "num"
-            return type(v).__name__
-        return not options or kind(got) in {kind(o) for o in options}
+            k = _json_kind(v)
+            return "number" if declared and k == "integer" else k
+        kinds = {kind(o) for o in options}
+        return kind(got) in kinds or (kind(got) == "integer" and "number" in kinds)
 
     def _match(self, gold: list[dict[str, Any]], calls: list[tuple[str, Any]]) -> tuple[list[int] | None, str, str]:
-        """Best assignment of model calls to gold calls: (order or None, error, why)."""
+        """Optimal assignment of model calls to gold calls (most matching pairs, any n): (order or None, error,
+        why). The error reported is the first gold call left unmatched by that assignment."""
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
+
         n = len(gold)
         table = [[self.check_call(g, nm, a) for nm, a in calls] for g in gold]
-        perms = itertools.permutations(range(n)) if n <= 6 else [tuple(range(n))]
-        best: tuple[int, tuple[int, ...]] | None = None
-        for perm in perms:
-            good = sum(table[i][perm[i]][0] is None for i in range(n))
-            if best is None or good > best[0]:
-                best = (good, perm)
-            if good == n:
-                return list(perm), "", "all calls match"
-        assert best is not None
-        perm = best[1]
+        cost = np.array([[0.0 if cell[0] is None else 1.0 for cell in row] for row in table])
+        rows, cols = linear_sum_assignment(cost)
+        perm = [int(c) for _, c in sorted(zip(rows.tolist(), cols.tolist(), strict=True))]
+        if all(table[i][perm[i]][0] is None for i in range(n)):
+            return perm, "", "all calls match"
         first = next(i for i in range(n) if table[i][perm[i]][0] is not None)
         err, why = table[first][perm[first]]
         return None, str(err), why
@@ -243,14 +294,16 @@ class ToolExecution:
         if len(calls) != len(gold):
             return done("wrong_count", f"{len(calls)} call(s), expected {len(gold)}")
         order, err, why = self._match(gold, calls)
-        names_ok = sorted(n for n, _ in calls) == sorted(str(g.get("name")) for g in gold)
+        names_ok = sorted(tool_key(n) for n, _ in calls) == sorted(tool_key(str(g.get("name"))) for g in gold)
         value["function"] = float(names_ok)
         if order is None:
             return done(err, why)
         value["arguments"] = 1.0
         if not self.execute:
             return done(None, "all calls match (not executed)")
-        model_calls = [(calls[j][0], calls[j][1]) for j in order]
+        # the declared tool runs, whichever spelling of its name the model used
+        model_calls = [(self.names.get(tool_key(calls[j][0]), str(gold[i]["name"])), calls[j][1])
+                       for i, j in enumerate(order)]
         gold_calls = [(str(g["name"]), dict(g.get("arguments") or {})) for g in gold]
         value["executed"] = 0.0
         got = self._run(model_calls)
