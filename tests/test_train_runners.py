@@ -55,13 +55,37 @@ def test_nemo_recipe_matches_golden_and_the_notes(tmp_path):
 def test_nemo_dry_run_writes_recipe_slurm_and_torchrun(tmp_path):
     spec = _spec(tmp_path, "glm5-lora-nemo.yaml")
     plan = get_runner("nemo-automodel").plan(spec, tmp_path / "out" / "plan")
-    assert plan.command[:2] == ("automodel", str(tmp_path / "out" / "plan" / "automodel.yaml"))
-    assert plan.command[2] == "--nproc-per-node=8"
     slurm = plan.files["slurm.sub"]
     for needle in ("#SBATCH --nodes=16", "#SBATCH --gpus-per-node=8", "#SBATCH --signal=B:USR1@300",
                    "--rdzv_backend=c10d", "-m nemo_automodel.cli.app", "MASTER_PORT=13742"):
         assert needle in slurm
     assert yaml.safe_load(plan.files["automodel.yaml"]) == recipe(spec)
+
+
+def test_nemo_multinode_plan_launches_torchrun_on_every_node(tmp_path):
+    """16 nodes x 8 GPUs with ep 128: the `automodel` CLI only spawns one node's ranks (--nproc-per-node), so the
+    plan's command is the per-node torchrun script, whose arguments torch's own torchrun parser accepts."""
+    import shlex
+
+    from torch.distributed.run import get_args_parser
+
+    spec = _spec(tmp_path, "glm5-lora-nemo.yaml")
+    plan_dir = tmp_path / "out" / "plan"
+    plan = get_runner("nemo-automodel").plan(spec, plan_dir)
+    assert plan.command == ("bash", str(plan_dir / "torchrun.sh"))
+    script = plan.files["torchrun.sh"]
+    assert 'NODE_RANK="${NODE_RANK:?' in script and 'MASTER_ADDR="${MASTER_ADDR:?' in script
+    line = next(ln for ln in script.splitlines() if ln.startswith("torchrun "))
+    argv = shlex.split(line.replace("$NODE_RANK", "3").replace("$MASTER_ADDR", "node0"))[1:]
+    ns = get_args_parser().parse_args(argv)
+    assert (ns.nnodes, ns.nproc_per_node, ns.node_rank) == ("16", "8", 3)
+    assert ns.rdzv_endpoint == "node0:13742" and ns.rdzv_backend == "c10d"
+    assert (ns.module, ns.training_script, ns.training_script_args) == (
+        True, "nemo_automodel.cli.app", [str(plan_dir / "automodel.yaml")])
+    one = _spec(tmp_path, "glm5-lora-nemo.yaml", parallelism=dataclasses.replace(
+        spec.parallelism, nodes=1, ep=8))
+    assert get_runner("nemo-automodel").plan(one, plan_dir).command == (
+        "automodel", str(plan_dir / "automodel.yaml"), "--nproc-per-node=8")
 
 
 def test_swift_args_match_golden_and_use_4x_names(tmp_path):
@@ -120,7 +144,7 @@ def test_real_run_without_the_trainer_installed_is_one_line_exit_1(tmp_path):
     res = run_gate("train", str(spec), "--runner", "nemo-automodel", "--db", str(tmp_path / "g.duckdb"),
                    env={"PATH": "/usr/bin:/bin"})
     assert res.returncode == 1
-    assert "`automodel` is not on PATH" in res.stderr and "Traceback" not in res.stderr
+    assert "`torchrun` is not on PATH" in res.stderr and "Traceback" not in res.stderr  # 16 nodes: torchrun.sh
 
 
 @pytest.mark.skipif(not NEMO_PY.exists(), reason="nemo-automodel venv (.venv-nemo) not installed")

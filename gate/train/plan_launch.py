@@ -84,6 +84,7 @@ def launch(spec: TrainSpec, runner: Runner, *, db: str | None = None, record: bo
     from gate import __version__
     from gate.report.redact import mask
     from gate.store.train import add_metrics, begin_train_run, finish_train_run
+    from gate.train.logmask import mask_log_line
     from gate.train.manifest import build_manifest, write_manifest
     from gate.train.metrics import parse_line
 
@@ -121,7 +122,8 @@ def launch(spec: TrainSpec, runner: Runner, *, db: str | None = None, record: bo
                 for raw in proc.stdout:
                     line = raw.rstrip("\n")
                     m = parse_line(line)
-                    safe = line if m is not None else mask(line)  # a metric line is numbers; masking mangles them
+                    # a metric line is numbers (masking mangles them); elsewhere mask data, keep paths
+                    safe = line if m is not None else mask_log_line(line)
                     log.write(safe + "\n")
                     log.flush()
                     tail.append(safe)

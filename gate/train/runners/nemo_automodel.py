@@ -132,9 +132,15 @@ def slurm_script(spec: TrainSpec, config_path: Path) -> str:
 
 
 def torchrun_command(spec: TrainSpec, config_path: Path) -> str:
+    """One node's share of a multi-node run: under an external torchrun, `nemo_automodel.cli.app` runs the recipe
+    in-process (the `automodel` CLI itself only knows `--nproc-per-node`, i.e. one node)."""
     par = spec.parallelism
     return (f"torchrun --nproc-per-node={par.gpus_per_node} --nnodes={par.nodes} --node-rank=$NODE_RANK "
             f"--rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:{MASTER_PORT} -m nemo_automodel.cli.app {config_path}")
+
+
+TORCHRUN_GUARD = ('NODE_RANK="${NODE_RANK:?set NODE_RANK (0..NNODES-1) on every node}"\n'
+                  'MASTER_ADDR="${MASTER_ADDR:?set MASTER_ADDR to node 0}"\n')
 
 
 class NemoAutomodelRunner(Runner):
@@ -147,16 +153,21 @@ class NemoAutomodelRunner(Runner):
         par = spec.parallelism
         files = {"automodel.yaml": text, "slurm.sub": slurm_script(spec, cfg_path),
                  "torchrun.sh": "#!/bin/bash\n# on every node: NODE_RANK and MASTER_ADDR set\nset -euo pipefail\n"
-                                + torchrun_command(spec, cfg_path) + "\n"}
+                                + TORCHRUN_GUARD + torchrun_command(spec, cfg_path) + "\n"}
         notes = [f"world size {par.world_size} = {par.nodes} node(s) x {par.gpus_per_node} GPU(s)"]
         if par.nodes > 1:
-            notes.append("multi-node: sbatch plan/slurm.sub (or plan/torchrun.sh on every node)")
-        command = ("automodel", str(cfg_path), f"--nproc-per-node={par.gpus_per_node}")
+            # the `automodel` CLI spawns one node's worth of ranks: a 16-node recipe (ep 128) would never form
+            notes.append("multi-node: run plan/torchrun.sh on every node (NODE_RANK, MASTER_ADDR), or sbatch "
+                         "plan/slurm.sub")
+            command: tuple[str, ...] = ("bash", str(plan_dir / "torchrun.sh"))
+        else:
+            command = ("automodel", str(cfg_path), f"--nproc-per-node={par.gpus_per_node}")
         return LaunchPlan(runner=self.name, command=command, files=files, notes=tuple(notes))
 
     def preflight(self, plan: LaunchPlan) -> None:
-        if shutil.which(plan.command[0]) is None:
-            raise GateError("`automodel` is not on PATH: install nemo-automodel on the training machine, or use "
+        exe = "torchrun" if plan.command[0] == "bash" else plan.command[0]
+        if shutil.which(exe) is None:
+            raise GateError(f"`{exe}` is not on PATH: install nemo-automodel on the training machine, or use "
                             "--dry-run to write the plan only", field="--runner")
 
     def find_checkpoint(self, spec: TrainSpec) -> Path | None:
