@@ -236,7 +236,7 @@ def test_operations_gates_measure_p95_or_say_not_measured(tmp_path: Path) -> Non
     p95 = _gate(data, "p95-latency")
     assert p95["observed"] == pytest.approx(float(np.percentile(slow, 95))) and p95["verdict"] == "fail"
     mem = _gate(data, "peak-memory")
-    assert mem["verdict"] == "skip" and "not measured" in mem["detail"]
+    assert mem["verdict"] == "fail" and "not measured, so not passed" in mem["detail"]  # on_unmeasured: block
     assert code == 100
     # peak memory is a run-level measurement: `gate score` records it in score_metrics, and the gate reads it there
     from gate.store.metrics import record_metrics

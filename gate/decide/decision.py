@@ -149,6 +149,18 @@ def decide(scorecard: Any, aligned: Aligned, *, mode: str = "compare", seed: int
             if r["verdict"] == "skip" and r["rule"] in ("superiority", "non_inferiority"):
                 r["verdict"] = "fail"
                 r["detail"] = f"not evaluated, so not passed: {r['detail']}"
+    if mode in ("compare", "baseline_only"):
+        # an absolute gate nobody measured (latency from a cached run, a metric the run lacks) is no evidence that
+        # the threshold holds: it blocks unless the scorecard says `on_unmeasured: warn` for that gate
+        for r, g in zip(rows, scorecard.gates, strict=True):
+            if r["verdict"] == "skip" and r["rule"] == "absolute":
+                how = g.get("on_unmeasured", "block")
+                if how == "block":
+                    r["verdict"] = "fail"
+                    r["detail"] = (f"not measured, so not passed (on_unmeasured: block; `on_unmeasured: warn` only "
+                                   f"warns): {r['detail']}")
+                else:
+                    r["detail"] += " (on_unmeasured: warn: does not block)"
     warnings: list[str] = []
     for name, prob in aligned.problems.items():
         warnings.append(f"{prob['count']} item(s) {name.replace('_', ' ')} were left out of the pairs: "

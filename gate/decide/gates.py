@@ -25,6 +25,7 @@ from gate.decide import stats
 from gate.decide.align import Aligned
 
 OPS_AGGREGATES = ("p50", "p95", "p99", "max", "min")
+_TIE = 1e-9  # relative: resampled differences this close to the bound are ties with it
 
 
 @dataclass
@@ -145,14 +146,20 @@ def _paired(g: dict[str, Any], row: dict[str, Any], ctx: Context, mask: np.ndarr
         p = stats.paired_t(sign * (cand - base), shift=margin)
     else:
         test = "paired_bootstrap"
-        # Monte Carlo p-value (count + 1) / (B + 1): never exactly 0 from a finite number of resamples
-        beyond = np.sum(imp <= 0) if g["rule"] == "superiority" else np.sum(imp < -margin)
+        # Monte Carlo p-value (count + 1) / (B + 1): never exactly 0 from a finite number of resamples. H0 is
+        # "improvement <= -margin" (0 for superiority), so a resample AT the bound counts against the candidate:
+        # three identical pairs at margin 0 are no evidence of non-inferiority. `_TIE` absorbs float rounding
+        # (0.3 - 0.1 + 0.5 - 0.7 is 5.6e-17, not 0), which would otherwise turn an exact tie into a win.
+        bound = 0.0 if g["rule"] == "superiority" else -margin
+        beyond = np.sum(imp <= bound + _TIE * max(1.0, abs(bound), float(np.nanmax(np.abs(imp), initial=0.0))))
         p = float((beyond + 1) / (len(imp) + 1))
     if clusters is not None and test == "paired_bootstrap":
         row["detail"] += f"cluster bootstrap over {boot.n_clusters} clusters; "
     row["test"] = test
     row["p_value"] = float(p)
     what = "improvement" if g["rule"] == "superiority" else f"no drop beyond {margin:g}"
+    if g["rule"] == "non_inferiority" and margin == 0:
+        row["detail"] += "margin 0 asks for a proven improvement (a tie fails); "
     row["detail"] += f"{what} tested one-sided at alpha {alpha:g} over {n} pairs"
     return row
 

@@ -15,7 +15,14 @@ COMPARISONS_IN_MD = 60
 
 
 def _num(x: Any, fmt: str = ".3f") -> str:
-    return "–" if x is None else format(float(x), fmt)
+    """A number as the table shows it; a value that rounds to zero prints as zero, never as `-0.000` (a reader
+    takes the sign for a measured drop)."""
+    if x is None:
+        return "–"
+    text = format(float(x), fmt)
+    if text.lstrip("+-").strip("0.") == "" and text.startswith("-"):
+        text = format(0.0, fmt)
+    return text
 
 
 def _p(x: Any) -> str:
@@ -27,11 +34,16 @@ def _p(x: Any) -> str:
 def _rule(g: dict[str, Any]) -> str:
     metric = f"{g['scorer']}.{g['metric']}"
     scope = "".join(f" [{k}={g[k]}]" for k in ("suite", "category") if g.get(k))
-    better = "higher" if g["direction"] == "higher_is_better" else "lower"
+    higher = g["direction"] == "higher_is_better"
+    how = f"{'higher' if higher else 'lower'} is better, {g['test'] or '–'}"
     if g["rule"] == "superiority":
-        return f"{metric}{scope} improves ({better} is better, {g['test'] or '–'})"
+        return f"{metric}{scope} {'above' if higher else 'below'} the baseline ({how})"
     if g["rule"] == "non_inferiority":
-        return f"{metric}{scope} drops by at most {float(g['margin'] or 0):g} ({better} is better, {g['test'] or '–'})"
+        # said in the metric's own direction: "at most 0.02 above the baseline" for a rate where lower is better
+        margin = float(g["margin"] or 0)
+        if margin == 0:
+            return f"{metric}{scope} not {'below' if higher else 'above'} the baseline ({how})"
+        return f"{metric}{scope} at most {margin:g} {'below' if higher else 'above'} the baseline ({how})"
     if g["rule"] == "absolute":
         op = ">=" if g["direction"] == "higher_is_better" else "<="
         return f"{metric}{scope} {g['test'] or ''} {op} {float(g['threshold']):g}"
@@ -72,7 +84,7 @@ def decision_md(d: Decision) -> str:
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for c in d.comparisons[:COMPARISONS_IN_MD]:
             lines.append(f"| {c['suite']} | {c['category']} | {c['scorer']}.{c['key']} | {c['n_pairs']} | "
-                         f"{c['baseline']:.3f} | {c['candidate']:.3f} | {c['delta']:+.3f} | "
+                         f"{_num(c['baseline'])} | {_num(c['candidate'])} | {_num(c['delta'], '+.3f')} | "
                          f"[{_num(c['ci_low'])}, {_num(c['ci_high'])}] | {_p(c['p_value'])} | {c['test']} |")
         if len(d.comparisons) > COMPARISONS_IN_MD:
             lines.append(f"\n{len(d.comparisons) - COMPARISONS_IN_MD} more in decision.json")

@@ -101,6 +101,8 @@ GATE = {
         "aggregate": {"enum": ["mean", "p50", "p95", "p99", "max", "min"]},
         # items sharing a cluster are not independent: auto = the suite rows' `cluster` field when present
         "cluster": {"enum": ["auto", "none", "category"]},
+        # an absolute gate that could not be measured (no values in the run): block the release, or only warn
+        "on_unmeasured": {"enum": ["block", "warn"]},
     },
     "allOf": [
         {"if": {"properties": {"rule": {"const": "non_inferiority"}}}, "then": {"required": ["margin"]}},
@@ -121,6 +123,8 @@ ROLLBACK_TRIGGER = {
         "above": {"type": "number"},
         "below": {"type": "number"},
         "min_samples": {"type": "integer", "minimum": 1},
+        # only the last N seconds/minutes/hours/days count (gate/release/watch.py says against which clock)
+        "window": {"type": "string", "pattern": "^[1-9][0-9]*(s|m|h|d)$"},
     },
     "oneOf": [{"required": ["above"]}, {"required": ["below"]}],
 }

@@ -242,6 +242,13 @@ def _load_scorecard(p: Path, load_suites: bool) -> Scorecard:
                        f"(it has {', '.join(KEYS[snames[g['scorer']]])})", ["gates", i, "metric"])
         if g.get("suite") and g["suite"] not in names:
             raise fail(f"no suite named '{g['suite']}'", ["gates", i, "suite"])
+        if g["rule"] == "non_inferiority" and g.get("test") == "mcnemar":
+            # McNemar tests "no difference"; a margin needs an interval, and a silent swap would hide that
+            raise fail("test 'mcnemar' cannot test a non_inferiority margin: use paired_bootstrap or paired_t "
+                       "(or leave test out)", ["gates", i, "test"])
+        if "on_unmeasured" in g and g["rule"] != "absolute":
+            raise fail("on_unmeasured applies to absolute gates only (an unmeasured paired gate always blocks)",
+                       ["gates", i, "on_unmeasured"])
     gate_names = [g["name"] for g in data.get("gates") or []]
     for i, name in enumerate(gate_names):
         if name in gate_names[:i]:
