@@ -29,8 +29,103 @@ NER_ENTITIES: tuple[str, ...] = ("PERSON", "LOCATION")
 #: Recognisers measured as mostly noise on chat text; never enabled by default, listed so a user can opt in.
 NOISY_ENTITIES: tuple[str, ...] = (
     "DATE_TIME", "US_DRIVER_LICENSE", "US_BANK_NUMBER", "UUID", "MEDICAL_LICENSE", "US_PASSPORT", "US_ITIN",
-    "NRP", "ORGANIZATION", "CRYPTO", "MAC_ADDRESS",
+    "NRP", "CRYPTO", "MAC_ADDRESS",
 )
+
+#: Every local recogniser presidio-analyzer ships (its `predefined_recognizers`, less the NER, NLP-engine and
+#: cloud ones), by the entity it reports: each can be opted in under `checks.pii.entities`. Static, so that a
+#: contract is validated without importing presidio; tests/pii/test_config.py asserts it equals presidio's own
+#: list, so an upgrade that adds or renames one fails there rather than in a user's contract.
+PRESIDIO_RECOGNIZERS: dict[str, str] = {
+    "ABA_ROUTING_NUMBER": "AbaRoutingRecognizer", "AU_ABN": "AuAbnRecognizer", "AU_ACN": "AuAcnRecognizer",
+    "AU_MEDICARE": "AuMedicareRecognizer", "AU_TFN": "AuTfnRecognizer", "CA_POSTAL_CODE": "CaPostalCodeRecognizer",
+    "CA_SIN": "CaSinRecognizer", "CREDIT_CARD": "CreditCardRecognizer", "CRYPTO": "CryptoRecognizer",
+    "DATE_TIME": "DateRecognizer", "DE_BSNR": "DeBsnrRecognizer", "DE_FUEHRERSCHEIN": "DeFuehrerscheinRecognizer",
+    "DE_HANDELSREGISTER": "DeHandelsregisterRecognizer", "DE_HEALTH_INSURANCE": "DeHealthInsuranceRecognizer",
+    "DE_ID_CARD": "DeIdCardRecognizer", "DE_KFZ": "DeKfzRecognizer", "DE_LANR": "DeLanrRecognizer",
+    "DE_PASSPORT": "DePassportRecognizer", "DE_PLZ": "DePlzRecognizer",
+    "DE_SOCIAL_SECURITY": "DeSocialSecurityRecognizer", "DE_TAX_ID": "DeTaxIdRecognizer",
+    "DE_TAX_NUMBER": "DeTaxNumberRecognizer", "DE_VAT_ID": "DeVatIdRecognizer", "EMAIL_ADDRESS": "EmailRecognizer",
+    "ES_NIE": "EsNieRecognizer", "ES_NIF": "EsNifRecognizer", "ES_PASSPORT": "EsPassportRecognizer",
+    "FI_PERSONAL_IDENTITY_CODE": "FiPersonalIdentityCodeRecognizer", "IBAN_CODE": "IbanRecognizer",
+    "IN_AADHAAR": "InAadhaarRecognizer", "IN_GSTIN": "InGstinRecognizer", "IN_PAN": "InPanRecognizer",
+    "IN_PASSPORT": "InPassportRecognizer", "IN_VEHICLE_REGISTRATION": "InVehicleRegistrationRecognizer",
+    "IN_VOTER": "InVoterRecognizer", "IP_ADDRESS": "IpRecognizer", "IT_DRIVER_LICENSE": "ItDriverLicenseRecognizer",
+    "IT_FISCAL_CODE": "ItFiscalCodeRecognizer", "IT_IDENTITY_CARD": "ItIdentityCardRecognizer",
+    "IT_PASSPORT": "ItPassportRecognizer", "IT_VAT_CODE": "ItVatCodeRecognizer", "KR_BRN": "KrBrnRecognizer",
+    "KR_DRIVER_LICENSE": "KrDriverLicenseRecognizer", "KR_FRN": "KrFrnRecognizer",
+    "KR_PASSPORT": "KrPassportRecognizer", "KR_RRN": "KrRrnRecognizer", "MAC_ADDRESS": "MacAddressRecognizer",
+    "MEDICAL_LICENSE": "MedicalLicenseRecognizer", "NG_NIN": "NgNinRecognizer",
+    "NG_VEHICLE_REGISTRATION": "NgVehicleRegistrationRecognizer", "PHONE_NUMBER": "PhoneRecognizer",
+    "PH_PASSPORT": "PhPassportRecognizer", "PH_TIN": "PhTinRecognizer", "PH_UMID": "PhUmidRecognizer",
+    "PL_PESEL": "PlPeselRecognizer", "SE_ORGANISATIONSNUMMER": "SeOrganisationsnummerRecognizer",
+    "SE_PERSONNUMMER": "SePersonnummerRecognizer", "SG_NRIC_FIN": "SgFinRecognizer", "SG_UEN": "SgUenRecognizer",
+    "TH_TNIN": "ThTninRecognizer", "TR_LICENSE_PLATE": "TrLicensePlateRecognizer",
+    "TR_NATIONAL_ID": "TrNationalIdRecognizer", "UK_DRIVING_LICENCE": "UkDrivingLicenceRecognizer",
+    "UK_NHS": "NhsRecognizer", "UK_NINO": "UkNinoRecognizer", "UK_PASSPORT": "UkPassportRecognizer",
+    "UK_POSTCODE": "UkPostcodeRecognizer", "UK_VEHICLE_REGISTRATION": "UkVehicleRegistrationRecognizer",
+    "URL": "UrlRecognizer", "US_BANK_NUMBER": "UsBankRecognizer", "US_CLAIM_NUMBER": "UsClaimNumberRecognizer",
+    "US_DRIVER_LICENSE": "UsLicenseRecognizer",
+    "US_HEALTH_INSURANCE_MEMBER_ID": "UsHealthInsuranceMemberIdRecognizer", "US_ITIN": "UsItinRecognizer",
+    "US_MBI": "UsMbiRecognizer", "US_NPI": "UsNpiRecognizer", "US_PASSPORT": "UsPassportRecognizer",
+    "US_PRESCRIPTION_NUMBER": "UsPrescriptionNumberRecognizer",
+    "US_PRIOR_AUTHORIZATION_NUMBER": "UsPriorAuthorizationNumberRecognizer",
+    "US_PROVIDER_TAX_ID": "UsProviderTaxIdRecognizer", "US_REFERRAL_NUMBER": "UsReferralNumberRecognizer",
+    "US_SSN": "UsSsnRecognizer", "UUID": "UuidRecognizer",
+    "ZA_COMPANY_REGISTRATION": "ZaCompanyRegistrationRecognizer", "ZA_DRIVER_LICENSE": "ZaDriverLicenseRecognizer",
+    "ZA_ID_NUMBER": "ZaIdNumberRecognizer", "ZA_INCOME_TAX_NUMBER": "ZaIncomeTaxNumberRecognizer",
+    "ZA_LICENSE_PLATE": "ZaLicensePlateRecognizer", "ZA_MOBILE_NUMBER": "ZaMobileNumberRecognizer",
+    "ZA_PASSPORT": "ZaPassportRecognizer", "ZA_TELEPHONE_NUMBER": "ZaTelephoneNumberRecognizer",
+    "ZA_TRAFFIC_REGISTER_NUMBER": "ZaTrafficRegisterNumberRecognizer", "ZA_VAT_NUMBER": "ZaVatNumberRecognizer",
+}
+#: What `checks.pii.entities` accepts: presidio's pattern recognisers plus gate's street-address pattern.
+KNOWN_PATTERN_ENTITIES: tuple[str, ...] = tuple(sorted({*PRESIDIO_RECOGNIZERS, "ADDRESS"}))
+
+#: presidio-analyzer's `conf/default.yaml` `ner_model_configuration`, inlined so loading needs no file read.
+#: Without it spaCy's ORG/CARDINAL/... labels leak through (e.g. "SSN" tagged ORGANIZATION).
+NER_CONF: dict[str, object] = {
+    "model_to_presidio_entity_mapping": {
+        "PER": "PERSON", "PERSON": "PERSON", "NORP": "NRP", "FAC": "LOCATION", "LOC": "LOCATION",
+        "GPE": "LOCATION", "LOCATION": "LOCATION", "ORG": "ORGANIZATION", "ORGANIZATION": "ORGANIZATION",
+        "DATE": "DATE_TIME", "TIME": "DATE_TIME",
+    },
+    "low_confidence_score_multiplier": 0.4,
+    "low_score_entity_names": [],
+    "labels_to_ignore": [
+        "ORGANIZATION", "CARDINAL", "EVENT", "LANGUAGE", "LAW", "MONEY", "ORDINAL", "PERCENT", "PRODUCT",
+        "QUANTITY", "WORK_OF_ART",
+    ],
+}
+#: What `checks.pii.ner_entities` accepts: the presidio entities the NER mapping produces and does not ignore.
+#: ORGANIZATION is not one: presidio's default configuration ignores it (the small model tags product names,
+#: "SSN" and "API" as organisations), so listing it could never produce a finding.
+FIREABLE_NER_ENTITIES: tuple[str, ...] = tuple(sorted(
+    set(NER_CONF["model_to_presidio_entity_mapping"].values())  # type: ignore[attr-defined]
+    - set(NER_CONF["labels_to_ignore"])))  # type: ignore[arg-type]
+
+
+def entity_problem(name: str, *, ner: bool) -> str | None:
+    """Why `name` cannot be listed under `entities` (`ner=False`) or `ner_entities` (`ner=True`), or None.
+
+    One sentence with a "did you mean" hint, for the contract loader and for `PiiConfig` alike: a typo must never
+    pass silently (`PERSN` under `ner_entities` used to give no person findings at all).
+    """
+    import difflib
+
+    known = FIREABLE_NER_ENTITIES if ner else KNOWN_PATTERN_ENTITIES
+    if name in known:
+        return None
+    key = "ner_entities" if ner else "entities"
+    if ner and name in KNOWN_PATTERN_ENTITIES:
+        return f"{name} is found by a pattern recogniser, not the NER model: list it under entities"
+    if not ner and name in FIREABLE_NER_ENTITIES:
+        return f"{name} is found by the NER model, not a pattern recogniser: list it under ner_entities"
+    if ner and name == "ORGANIZATION":
+        return ("ORGANIZATION can never fire: presidio's NER configuration ignores it (the small model tags "
+                f"product names as organisations); {key} accepts {', '.join(FIREABLE_NER_ENTITIES)}")
+    hint = difflib.get_close_matches(name, [*known, *(KNOWN_PATTERN_ENTITIES if ner else FIREABLE_NER_ENTITIES)],
+                                     n=1)
+    return f"unknown entity '{name}' under {key}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
 
 #: Per-entity minimum score. Phone stays at 0.4: presidio's phone score without context is exactly 0.4.
 #: US_SSN at 0.4 keeps the 0.5 "medium" pattern (123-45-6789) and the 0.05 weak patterns only when a context
@@ -107,6 +202,11 @@ class PiiConfig:
             raise ValueError(f"pattern_nlp must be 'blank' or 'no_op', got {self.pattern_nlp!r}")
         if not self.entities and not (self.use_ner and self.ner_entities):
             raise ValueError("PiiConfig enables no entity at all")
+        for names, ner in ((self.entities, False), (self.ner_entities, True)):
+            for name in names:
+                problem = entity_problem(name, ner=ner)
+                if problem:
+                    raise ValueError(problem)
 
     def threshold(self, entity: str) -> float:
         """Minimum score for `entity` (per-entity value, else `default_threshold`)."""

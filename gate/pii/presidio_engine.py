@@ -34,26 +34,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gate.pii.config import PiiConfig, require
+from gate.pii.config import NER_CONF, PRESIDIO_RECOGNIZERS, PiiConfig, require
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
-
-#: presidio-analyzer's `conf/default.yaml` `ner_model_configuration`, inlined so loading needs no file read.
-#: Without it spaCy's ORG/CARDINAL/... labels leak through (e.g. "SSN" tagged ORGANIZATION).
-NER_CONF: dict[str, Any] = {
-    "model_to_presidio_entity_mapping": {
-        "PER": "PERSON", "PERSON": "PERSON", "NORP": "NRP", "FAC": "LOCATION", "LOC": "LOCATION",
-        "GPE": "LOCATION", "LOCATION": "LOCATION", "ORG": "ORGANIZATION", "ORGANIZATION": "ORGANIZATION",
-        "DATE": "DATE_TIME", "TIME": "DATE_TIME",
-    },
-    "low_confidence_score_multiplier": 0.4,
-    "low_score_entity_names": [],
-    "labels_to_ignore": [
-        "ORGANIZATION", "CARDINAL", "EVENT", "LANGUAGE", "LAW", "MONEY", "ORDINAL", "PERCENT", "PRODUCT",
-        "QUANTITY", "WORK_OF_ART",
-    ],
-}
 
 #: spaCy components that produce lemmas (context words need them); NER does not depend on them.
 _LEMMA_COMPONENTS = ("tok2vec", "tagger", "attribute_ruler", "lemmatizer")
@@ -437,40 +421,34 @@ def _engine(config: PiiConfig) -> _Engine:
     require("presidio_analyzer", "presidio-analyzer")
     _ensure_offline()
     _import_presidio()
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer import AnalyzerEngine, PatternRecognizer, RecognizerRegistry
+    from presidio_analyzer import predefined_recognizers as predefined
     from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpEngineProvider, NoOpNlpEngine, SpacyNlpEngine
-    from presidio_analyzer.predefined_recognizers import (
-        CreditCardRecognizer,
-        EmailRecognizer,
-        IbanRecognizer,
-        IpRecognizer,
-        PhoneRecognizer,
-        SpacyRecognizer,
-        UrlRecognizer,
-        UsSsnRecognizer,
-    )
+    from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
     lang = config.language
-    factories: dict[str, Callable[[], EntityRecognizer]] = {
-        "EMAIL_ADDRESS": lambda: EmailRecognizer(supported_language=lang),
-        "PHONE_NUMBER": lambda: PhoneRecognizer(supported_language=lang, supported_regions=config.phone_regions),
-        "CREDIT_CARD": lambda: CreditCardRecognizer(supported_language=lang),
-        "IP_ADDRESS": lambda: IpRecognizer(supported_language=lang),
-        "US_SSN": lambda: UsSsnRecognizer(supported_language=lang),
-        # presidio's own registry builds it with IGNORECASE (its `global_regex_flags`); the class default has
-        # none, so a lower-case IBAN ("gb42nawi04454264788619") would never be found
-        "IBAN_CODE": lambda: IbanRecognizer(supported_language=lang,
-                                            regex_flags=re.DOTALL | re.MULTILINE | re.IGNORECASE),
-        "URL": lambda: UrlRecognizer(supported_language=lang),
-        "ADDRESS": lambda: street_address_recognizer(lang),
-    }
-    unknown = [e for e in config.entities if e not in factories]
-    if unknown:
-        raise ValueError(f"no pattern recogniser for {unknown}; known: {sorted(factories)}")
+    #: presidio's registry sets its `global_regex_flags` (DOTALL | MULTILINE | IGNORECASE) on every pattern
+    #: recogniser it builds; the IBAN class default lacks IGNORECASE, so "gb42nawi04..." was never found
+    registry_flags = re.DOTALL | re.MULTILINE | re.IGNORECASE
+
+    def build(entity: str) -> EntityRecognizer:
+        if entity == "ADDRESS":
+            return street_address_recognizer(lang)
+        cls = getattr(predefined, PRESIDIO_RECOGNIZERS[entity])
+        if entity == "PHONE_NUMBER":
+            return cls(supported_language=lang, supported_regions=config.phone_regions)
+        rec = cls(supported_language=lang)
+        if isinstance(rec, PatternRecognizer):
+            rec.global_regex_flags = registry_flags
+        return rec
+
+    unknown = [e for e in config.entities if e != "ADDRESS" and e not in PRESIDIO_RECOGNIZERS]
+    if unknown:  # PiiConfig refuses these already; kept for a config built around its validation
+        raise ValueError(f"no pattern recogniser for {unknown}")
     prefilters = _prefilters(config)
     patterns: list[tuple[EntityRecognizer, Callable[[str], Any] | None]] = []
     for entity in config.entities:
-        rec = factories[entity]()
+        rec = build(entity)
         rec.score_thresholds = {entity: config.threshold(entity)}
         extra = config.extra_context(entity)
         if extra:

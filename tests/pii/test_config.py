@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -61,3 +62,60 @@ def test_missing_engine_names_the_extra() -> None:
     with pytest.raises(ImportError, match=r"gate\[pii\]"):
         require("surely_not_an_installed_module_xyz", "surely-not")
     require("json", "json")
+
+
+# ---------------------------------------------------------------- issue 15 items 9, 10: every entity, no typo passes
+
+def test_recogniser_table_is_presidios_own() -> None:
+    """The static table (what a contract is validated against) is exactly presidio's local recognisers."""
+    import inspect
+
+    pytest.importorskip("presidio_analyzer")
+    from presidio_analyzer import predefined_recognizers as predefined
+
+    from gate.pii.config import PRESIDIO_RECOGNIZERS
+
+    found = {}
+    for name in predefined.__all__:
+        cls = getattr(predefined, name)
+        module = getattr(cls, "__module__", "")
+        if not inspect.isclass(cls) or any(p in module for p in (".ner.", "third_party", "nlp_engine")):
+            continue  # model-backed or cloud recognisers: not pattern entities
+        found[cls(supported_language="en").supported_entities[0]] = name
+    assert found == PRESIDIO_RECOGNIZERS
+
+
+def test_every_known_entity_can_be_opted_in() -> None:
+    """`US_DRIVER_LICENSE` and `DATE_TIME` crashed the check ("no pattern recogniser"); all 90+ now build and scan,
+    and the fast path still equals presidio's plain analyze() loop with all of them on."""
+    pytest.importorskip("presidio_analyzer")
+    from gate.pii import scan_text, scan_texts
+    from gate.pii.config import KNOWN_PATTERN_ENTITIES
+
+    cfg = PiiConfig(use_ner=False, entities=KNOWN_PATTERN_ENTITIES)
+    texts = ["My licence is D1234567 since 2024-01-05; NHS 401 023 2137; MAC 00:1B:44:11:3A:B7.",
+             "Ticket TCK-40447 is still open after v1.17.5, call +44 20 7946 0958.", ""]
+    fast = scan_texts(texts, cfg, workers=1)
+    assert fast == [scan_text(t, cfg) for t in texts]
+    kinds = {h.entity_type for h in fast[0]}
+    assert {"US_DRIVER_LICENSE", "DATE_TIME", "UK_NHS", "MAC_ADDRESS"} <= kinds, kinds
+    assert PiiConfig(entities=("EMAIL_ADDRESS", "US_DRIVER_LICENSE", "DATE_TIME")).entities[-1] == "DATE_TIME"
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"ner_entities": ("PERSN", "LOCATON")}, "unknown entity 'PERSN' under ner_entities (did you mean 'PERSON'?)"),
+    ({"ner_entities": ("PERSON", "ORGANIZATION")}, "ORGANIZATION can never fire"),
+    ({"ner_entities": ("IBAN_CODE",)}, "IBAN_CODE is found by a pattern recogniser"),
+    ({"entities": ("US_DRIVER_LICENCE",)}, "did you mean 'US_DRIVER_LICENSE'?"),
+    ({"entities": ("PERSON",)}, "PERSON is found by the NER model"),
+])
+def test_impossible_entities_are_refused(kwargs: dict, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        PiiConfig(**kwargs)
+
+
+def test_fireable_ner_entities_follow_presidios_mapping() -> None:
+    from gate.pii.config import FIREABLE_NER_ENTITIES, NER_CONF
+
+    assert FIREABLE_NER_ENTITIES == ("DATE_TIME", "LOCATION", "NRP", "PERSON")
+    assert "ORGANIZATION" in NER_CONF["labels_to_ignore"]  # type: ignore[operator]
