@@ -73,6 +73,9 @@ class Check(ABC):
     #: the only top-level row keys `map` reads, or None for the whole row. When every check of a run names its
     #: keys, the runner decodes just those (a dedup-only run skips the tool schemas that make up most of a row)
     fields: ClassVar[tuple[str, ...] | None] = None
+    #: the names of every check of this run, set by the runner; None when unknown (a check then assumes it runs
+    #: alone: it never leaves a finding to another check that may not be running)
+    peers: frozenset[str] | None = None
 
     def __init__(self, contract: Contract) -> None:
         self.contract = contract

@@ -22,15 +22,25 @@ class EvalItem:
     source: str  # suite file name or "split:test"
     item_id: str
     text: str
+    # what a model is asked (user turns, prompt fields), "\x1e"-joined: a short item is matched by containment of
+    # its prompt only, never of a short answer such as "42" or a structured label that many rows share
+    prompt: str = ""
 
 
-def item_text(obj: dict[str, Any]) -> str:
+def item_prompt(obj: dict[str, Any]) -> str:
+    """The question parts of an item (user turns, then prompt fields), "\x1e"-joined."""
     parts: list[str] = []
     msgs = obj.get("messages")
     if isinstance(msgs, list):
         parts += [m["content"] for m in msgs if isinstance(m, dict) and m.get("role") == "user"
                   and isinstance(m.get("content"), str)]
     parts += [obj[k] for k in PROMPT_FIELDS if isinstance(obj.get(k), str)]
+    return "\x1e".join(parts)
+
+
+def item_text(obj: dict[str, Any]) -> str:
+    prompt = item_prompt(obj)
+    parts: list[str] = [prompt] if prompt else []
     for k in ("expected", "answer", "target"):
         if isinstance(obj.get(k), str):
             parts.append(obj[k])
@@ -54,5 +64,5 @@ def load_eval_items(paths: tuple[str, ...]) -> list[EvalItem]:
                 raise InputError("malformed JSON in evaluation set", file=str(p), line=n) from None
             if not isinstance(obj, dict):
                 raise InputError("evaluation item is not a JSON object", file=str(p), line=n)
-            items.append(EvalItem(p.name, str(obj.get("id", f"line-{n}")), item_text(obj)))
+            items.append(EvalItem(p.name, str(obj.get("id", f"line-{n}")), item_text(obj), item_prompt(obj)))
     return items

@@ -120,6 +120,8 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     if unknown:
         raise GateError(f"unknown check(s): {', '.join(unknown)} (available: {', '.join(CHECKS)})")
     instances = [CHECKS[n](contract) for n in names]
+    for inst in instances:
+        inst.peers = frozenset(names)
     total_bytes = sum(s.path.stat().st_size if s.path.is_file() else 0 for s in sources)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     if total_bytes < min_parallel_bytes:  # forking workers costs more than it saves on small inputs

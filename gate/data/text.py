@@ -5,19 +5,34 @@ Exact and near duplicates must agree on what "the same text" means, so both use 
 
 from __future__ import annotations
 
-import unicodedata
+import functools
+import re
 from collections.abc import Iterable
 from typing import Any
 
-# Zero-width and other invisible format characters that make equal texts look different.
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+# ASCII control characters that str.split() does not treat as whitespace; the shingle normaliser maps them to spaces
+_ASCII_CTRL = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 
 
 def normalize(text: str) -> str:
-    """NFKC, invisible characters removed, casefolded, whitespace collapsed."""
-    if not text.isascii():  # ASCII is already in NFKC and has no invisible characters
-        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
-    return " ".join(text.casefold().split())
+    """The normal form exact duplicates are compared in: the near-duplicate normaliser (gate.dedup.shingles) with
+    punctuation kept. NFKC, every invisible format character (Unicode Cf: zero-width spaces and joiners, bidi marks,
+    BOM, soft hyphen...) removed, control characters and exotic spaces as spaces, casefolded, whitespace collapsed.
+
+    One normaliser, so a pair the near-duplicate check scores Jaccard 1.00 for invisible-character reasons is also
+    an exact duplicate ("Hello world" and "Hello\u200e world"); the ASCII fast path gives the same result."""
+    if text.isascii() and not _ASCII_CTRL.search(text):  # most text: NFKC, Cf and casefold are no-ops here
+        return " ".join(text.lower().split())
+    from gate.dedup.shingles import normalize as shingle_normalize
+
+    return shingle_normalize(text, _exact_config())
+
+
+@functools.cache
+def _exact_config() -> Any:
+    from gate.dedup.shingles import ShingleConfig
+
+    return ShingleConfig(strip_punct=False)
 
 
 def message_text(msg: dict[str, Any], include_tool_calls: bool = True) -> str:

@@ -361,6 +361,57 @@ def shingle_batch(texts: Sequence[str], config: ShingleConfig | None = None) -> 
     return ShingleBatch(hashes=np.concatenate(hash_parts), offsets=offsets, config=config)
 
 
+def ngram_batches(texts: Sequence[str], config: ShingleConfig, ns: Iterable[int]
+                  ) -> tuple[np.ndarray, dict[int, ShingleBatch]]:
+    """(token count of each text, {n: its n-gram shingles}) for several n, normalising and hashing tokens once.
+
+    Contamination matches items of different lengths with different n (13-grams for long prompts, the whole prompt
+    for short ones); re-shingling the training rows once per n would repeat the costly part (normalisation and token
+    hashing) for each. The n-gram hash of a window equals the whole-text shingle of a text made of just those
+    words under ``ShingleConfig(n=len)``, so a short item's own shingle is comparable to a row's n-grams. A text with
+    fewer than n tokens still yields its one whole-text shingle here; callers drop it when they need true n-grams.
+    """
+    ns = sorted(set(ns))
+    counts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    per_n: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {n: ([], [np.zeros(0, np.int64)]) for n in ns}
+
+    def flush(pending: list[bytes]) -> None:
+        doc_off = np.zeros(len(pending) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, pending), dtype=np.int64, count=len(pending)), out=doc_off[1:])
+        padded = b"".join(pending) + bytes(8)
+        buf = np.frombuffer(padded, dtype=np.uint8)[: doc_off[-1]]
+        starts, ends = _token_spans(buf, doc_off, config.unit)
+        tok = _hash_tokens(padded, starts, ends, config.seed)
+        tok_off = np.searchsorted(starts, doc_off, side="left")
+        counts.append(np.diff(tok_off))
+        for n in ns:
+            hashes, offsets = _combine_ngrams(tok, tok_off, n)
+            per_n[n][0].append(hashes)
+            per_n[n][1].append(np.diff(offsets))
+
+    pending: list[bytes] = []
+    size = 0
+    for text in texts:
+        norm = _normalize_raw(text, config)
+        if config.unit == "char":
+            norm = " ".join(norm.split())
+        pending.append(norm.encode("utf-8", "surrogatepass"))
+        size += len(pending[-1])
+        if size >= _FLUSH_BYTES:
+            flush(pending)
+            pending, size = [], 0
+    if pending or len(counts) == 1:
+        flush(pending)
+    out: dict[int, ShingleBatch] = {}
+    for n in ns:
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(per_n[n][1]), out=offsets[1:])
+        out[n] = ShingleBatch(hashes=np.concatenate(per_n[n][0]) if per_n[n][0] else np.zeros(0, np.uint64),
+                              offsets=offsets, config=ShingleConfig(n, config.unit, config.strip_punct,
+                                                                    config.strip_accents, config.seed))
+    return np.concatenate(counts), out
+
+
 def shingle_hashes(text: str, config: ShingleConfig | None = None) -> np.ndarray:
     """Distinct shingle hashes of one text (sorted uint64); empty text gives an empty array."""
     batch = shingle_batch([text], config)

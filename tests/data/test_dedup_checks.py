@@ -88,3 +88,127 @@ def test_odd_unicode_and_empty_messages_do_not_crash(tmp_path, triage_contract):
     assert {(f.row, f.rule) for f in res["contract"].findings} == {(5, "messages.empty"), (6, "messages.empty")}
     assert [f.row for f in res["length"].findings] == [7]
     assert res["near_duplicate"].findings == []
+
+
+PUBLIC = __import__("pathlib").Path(__file__).parent / "public"
+
+
+def _contract_with(tmp_path, suite_rows=None, **contamination):
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    raw["evaluation_sets"] = []
+    if suite_rows is not None:
+        suite = tmp_path / "suite.jsonl"
+        suite.write_text("".join(json.dumps(r) + "\n" for r in suite_rows))
+        raw["evaluation_sets"] = [str(suite)]
+    if contamination:
+        raw.setdefault("checks", {})["contamination"] = contamination
+    cpath = tmp_path / "c.yaml"
+    cpath.write_text(yaml.safe_dump(raw))
+    return load_contract(cpath)
+
+
+def test_contamination_alone_finds_verbatim_copies_of_test_rows(tmp_path):
+    """Issue 15.14: copies of test rows were skipped "for leakage" even when `leakage` was not running."""
+    contract = _contract_with(tmp_path)
+    test = [triage_row(100 + i, text(100 + i)) for i in range(10)]
+    train = [triage_row(i, text(i)) for i in range(20)] + [dict(test[k], id=f"copy-{k}") for k in (1, 4, 7)]
+    ds = tmp_path / "ds"
+    write_jsonl(ds / "train.jsonl", train)
+    write_jsonl(ds / "test.jsonl", test)
+    alone = results(ds, contract, ["contamination"])["contamination"]
+    assert [(f.split, f.row) for f in alone.findings] == [("train", 21), ("train", 22), ("train", 23)]
+    assert alone.status == "fail"
+    assert f"split:test#{test[4]['id']}" in alone.findings[1].message
+    both = results(ds, contract, ["contamination", "leakage"])
+    assert both["contamination"].findings == []  # leakage runs: the copies are its findings
+    assert [f.row for f in both["leakage"].findings] == [21, 22, 23]
+
+
+def test_min_shared_is_honoured_for_suite_items(tmp_path):
+    """Issue 15.15: `min_shared: 5` still flagged suite items sharing one 13-gram."""
+    item = {"id": "q-1", "prompt": text(900, 30)}
+    one = " ".join(item["prompt"].split()[:13])  # exactly one shared 13-gram
+    many = " ".join(item["prompt"].split()[:20])  # eight
+    train = [triage_row(i, text(i)) for i in range(10)]
+    train[3] = triage_row(3, text(5000, 40) + " " + one + " " + text(5001, 40))
+    train[6] = triage_row(6, text(5002, 40) + " " + many + " " + text(5003, 40))
+    write_jsonl(tmp_path / "ds" / "train.jsonl", train)
+    default = results(tmp_path / "ds", _contract_with(tmp_path, [item]), ["contamination"])["contamination"]
+    assert [f.row for f in default.findings] == [4, 7]
+    assert "1 shared 13-gram(s)" in default.findings[0].message
+    strict = results(tmp_path / "ds", _contract_with(tmp_path, [item], min_shared=5),
+                     ["contamination"])["contamination"]
+    assert [f.row for f in strict.findings] == [7]
+    assert "8 shared 13-gram(s)" in strict.findings[0].message
+
+
+def _nq(name):
+    return [json.loads(line) for line in (PUBLIC / name).read_text().splitlines()]
+
+
+def test_short_public_questions_are_found_inside_longer_training_rows(tmp_path):
+    """Issue 15.16: on NQ-open questions (real, 8 to 22 words, most under 13) planted with a prefix, an answer
+    sentence or a worked answer, every one is found; 300 other NQ questions as training rows give no finding."""
+    suite = _nq("nq_open_sample.jsonl")
+    items = [{"id": f"nq-{i}", "prompt": q["question"], "answer": q["answer"][0]} for i, q in enumerate(suite)]
+    assert sum(len(q["question"].split()) < 13 for q in suite) >= 80
+    shapes = ["Please answer: {q}", "{q}? The answer is {a}.", "Question: {q}\nLet me think step by step. "
+              "Several sources agree on this, and after checking them the answer is {a}.", "Q: {q} A:"]
+    train = []
+    for i, q in enumerate(suite):
+        body = shapes[i % len(shapes)].format(q=q["question"], a=q["answer"][0])
+        train.append(triage_row(i, body))
+    negatives = _nq("nq_open_dev_101_400.jsonl")
+    train += [triage_row(1000 + i, f"Please answer: {q['question']}") for i, q in enumerate(negatives)]
+    write_jsonl(tmp_path / "ds" / "train.jsonl", train)
+    res = results(tmp_path / "ds", _contract_with(tmp_path, items), ["contamination"])["contamination"]
+    assert sorted(f.row for f in res.findings) == list(range(1, 101))
+    assert {d["id"] for d in res.details["contaminated_items"]} == {it["id"] for it in items}
+    short = next(f for f in res.findings if f.row == 1)  # "the last time la dodgers won the world series"
+    assert "nq-0" in short.message and "contains its 9-word prompt" in short.message
+    assert "13-gram" not in short.message
+
+
+def test_short_answers_alone_are_not_contamination(tmp_path):
+    """A short answer ("1988") or a shared label is never matched alone; nor is a prompt under `min_words`."""
+    items = [{"id": "a", "prompt": "the last time la dodgers won the world series", "answer": "1988"},
+             {"id": "b", "prompt": "who won in 1988"}]
+    train = [triage_row(i, t) for i, t in enumerate(["It happened in 1988.", "Nobody knows who won in 1988 at all",
+                                                      "the last time la dodgers won the series"])]
+    write_jsonl(tmp_path / "ds" / "train.jsonl", train)
+    res = results(tmp_path / "ds", _contract_with(tmp_path, items), ["contamination"])["contamination"]
+    assert res.findings == []
+
+
+def test_a_minhash_only_hit_says_what_matched(tmp_path):
+    """Issue 15.17: a near copy with no 13-gram said "shares 1 13-gram(s)"."""
+    row = triage_row(0, "thank you, very much!")
+    # a 4-word prompt (under min_words) and an 8-word answer: no 13-gram, no containment; only MinHash sees it
+    items = [{"id": "t-1", "prompt": "Thank you very much", "answer": row["messages"][2]["content"]}]
+    train = [row, triage_row(1, text(1))]
+    write_jsonl(tmp_path / "ds" / "train.jsonl", train)
+    res = results(tmp_path / "ds", _contract_with(tmp_path, items), ["contamination"])["contamination"]
+    assert [f.row for f in res.findings] == [1]
+    msg = res.findings[0].message
+    assert "near copy, Jaccard 1.00" in msg and "gram" not in msg, msg
+
+
+def test_exact_and_near_duplicates_share_one_normaliser(tmp_path, triage_contract):
+    """Issue 15.20: "Hello world" and "Hello\u200e world" were near (J 1.00) but not exact duplicates."""
+    from gate.data.text import normalize
+    from gate.dedup.shingles import ShingleConfig
+    from gate.dedup.shingles import normalize as shingle_normalize
+
+    odd = ["\u200e", "\u200f", "\u2066", "\u2069", "\u202e", "\ufeff", "\u00ad", "\u200b", "\x00", "\x07", "\x7f",
+           "\u00a0", "\u2003", "\u3000", "\x1c", "\u0085", "ﬁ", "Ä", "ß", "\t", "\n", "é"]
+    rng = random.Random(3)
+    for _ in range(500):
+        t = "".join(rng.choice(odd + ["a", "B", " ", ",", "x"]) for _ in range(rng.randrange(1, 30)))
+        assert normalize(t) == shingle_normalize(t, ShingleConfig(strip_punct=False)), repr(t)
+    base = text(1, 30)
+    rows = [triage_row(0, "Hello world " + base), triage_row(1, "Hello\u200e world " + base),
+            triage_row(2, "Hello\u2066 world\u2069 " + base.replace(" ", "\x07 ", 1)), triage_row(3, text(2, 30))]
+    write_jsonl(tmp_path / "train.jsonl", rows)
+    res = results(tmp_path, triage_contract, ["exact_duplicate", "near_duplicate"])
+    assert [f.row for f in res["exact_duplicate"].findings] == [2, 3]
+    assert res["near_duplicate"].findings == []  # exact copies are exact_duplicate's

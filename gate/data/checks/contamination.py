@@ -1,11 +1,22 @@
 """`contamination`: training rows that contain evaluation items.
 
 Evaluation items are the contract's `evaluation_sets` (scorecard suites) and the rows of the evaluation
-splits (default: test). A training row is contaminated when it shares at least `min_shared` word
-n-grams (13 by default, as lm-evaluation-harness's decontamination) with an item, or is a MinHash near
-duplicate of a suite item. N-grams are taken inside each message, never across the seam between a prompt
-and its answer, where structured answers would make every row look alike. Near copies of a test-split row
-are left to `leakage`. The report names every contaminated evaluation item.
+splits (default: test). A training row is contaminated by an item when
+
+- it shares at least `min_shared` word `ngram`-grams (13 by default, as lm-evaluation-harness's
+  decontamination) with the item (its prompt or a long answer), or
+- the item's prompt is short (under `ngram` words) and the row *contains* it: prompts of `short_ngram`
+  (8) to `ngram` - 1 words by the share of their 8-grams found in the row (`min_containment`, default 1: all of
+  them; templated prompts that differ in one slot, such as an order number, share most), prompts of
+  `min_words` to `short_ngram` - 1 words as a whole word sequence. A row that adds text around the item ("The
+  answer is 42.", a worked answer, a "Please answer:" prefix) still contains it, where a whole-row Jaccard
+  would fall below any threshold. Short answers ("42", a label) are never matched alone: many rows share them.
+- or it is a MinHash near duplicate (whole-text Jaccard >= `checks.near_duplicate.threshold`) of the item.
+
+N-grams are taken inside each message, never across the seam between a prompt and its answer, where structured
+answers would make every row look alike. Near copies of a test-split row are left to `leakage` only when
+`leakage` runs in the same invocation: a check never relies on one that is not running. Every finding says which
+evidence matched, and the report names every contaminated evaluation item.
 """
 
 from __future__ import annotations
@@ -25,31 +36,63 @@ from gate.errors import GateError
 
 # training rows: the `train_splits` present (a validation split is neither trained on nor a protected test set);
 # when none of them exists (a single file), every split that is not an evaluation split
-OPTIONS = {"ngram": 13, "min_shared": 1, "eval_splits": ["test"], "train_splits": ["train", "training"]}
+OPTIONS = {"ngram": 13, "min_shared": 1, "short_ngram": 8, "min_containment": 1.0, "min_words": 5,
+           "eval_splits": ["test"], "train_splits": ["train", "training"]}
 SEP = "\x1e"  # between messages: n-grams never span it
 
 
-def _message_shingles(texts: list[str], cfg: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Shingle hashes of every message of every text, with the index of the text each one belongs to."""
-    from gate.dedup import shingle_batch
-
+def _parts(texts: list[str]) -> tuple[list[str], np.ndarray]:
+    """The messages of every text (split at SEP), with the index of the text each one belongs to."""
     parts: list[str] = []
     owners: list[int] = []
     for i, text in enumerate(texts):
+        if not text:
+            continue
         for part in text.split(SEP):
             parts.append(part)
             owners.append(i)
-    from gate.dedup.shingles import tokenize
+    return parts, np.asarray(owners, dtype=np.int64)
 
-    batch = shingle_batch(parts, cfg)
-    counts = np.diff(batch.offsets)
-    keep = np.ones(len(batch.hashes), dtype=bool)
-    # a message shorter than n words becomes one whole-text shingle for dedup; it cannot hold an n-gram
-    for i in np.flatnonzero(counts == 1):
-        if len(tokenize(parts[i], cfg)) < cfg.n:
-            keep[batch.offsets[i]] = False
-    owner = np.repeat(np.asarray(owners, dtype=np.int64), counts)
-    return batch.hashes[keep], owner[keep]
+
+def _grams(parts: list[str], owners: np.ndarray, cfg: Any, ns: set[int]) -> tuple[np.ndarray, dict[int, Any]]:
+    """(token count of each part, {n: shingle batch}) of the parts, tokenised once for every n."""
+    from gate.dedup.shingles import ngram_batches
+
+    return ngram_batches(parts, cfg, ns)
+
+
+def _select(batch: Any, owners: np.ndarray, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hashes and owners of the parts where `take` is true (a part shorter than n gives no n-gram: callers drop it)."""
+    sizes = batch.sizes
+    keep = np.repeat(take, sizes)
+    return batch.hashes[keep], np.repeat(owners, sizes)[keep]
+
+
+def _distinct(h: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hash, owner) pairs without repeats, ordered by hash: a repeated n-gram counts once."""
+    order = np.lexsort((o, h))
+    h, o = h[order], o[order]
+    if h.size < 2:
+        return h, o
+    new = np.concatenate(([True], (h[1:] != h[:-1]) | (o[1:] != o[:-1])))
+    return h[new], o[new]
+
+
+def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray], n_items: int
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(training row, item, number of distinct shared n-grams) for every pair sharing at least one, vectorised."""
+    from gate.dedup._arrays import ranks_within
+
+    th, to = _distinct(*tr)
+    eh, eo = _distinct(*ev)
+    lo = np.searchsorted(eh, th, side="left")
+    cnt = np.searchsorted(eh, th, side="right") - lo
+    sel = cnt > 0
+    cnt = cnt[sel]
+    rows = np.repeat(to[sel], cnt)
+    items = eo[np.repeat(lo[sel], cnt) + ranks_within(cnt)]
+    keys, counts = np.unique(rows * np.int64(n_items) + items, return_counts=True)
+    return keys // n_items, keys % n_items, counts
 
 
 class ContaminationCheck(_ClusterCheck):
@@ -66,20 +109,81 @@ class ContaminationCheck(_ClusterCheck):
         self.opts = {**OPTIONS, **opts}
         self._items = load_eval_items(contract.evaluation_sets)
         self._leaked_items: dict[tuple[str, str], int] = defaultdict(int)
+        self._prompts: list[str] = []
 
     def map(self, batch: Batch) -> Any:
         roles = set(self.contract.text_roles)
+        tools = self.contract.include_tool_calls
+        is_eval = batch.split in set(self.opts["eval_splits"])
         out = []
         for line, row in batch.rows:
-            msgs = row.get("messages") if isinstance(row.get("messages"), list) else []
-            parts = [message_text(m, self.contract.include_tool_calls) for m in msgs
-                     if isinstance(m, dict) and m.get("role") in roles]
+            msgs = [m for m in row.get("messages") or [] if isinstance(m, dict)] \
+                if isinstance(row.get("messages"), list) else []
+            parts = [message_text(m, tools) for m in msgs if m.get("role") in roles]
+            # an evaluation row's prompt (its user turns) is what short-item containment looks for
+            prompt = SEP.join(message_text(m, False) for m in msgs if m.get("role") == "user") if is_eval else ""
             rid = row.get("id") if isinstance(row.get("id"), str) else None
-            out.append((line, SEP.join(parts), rid, b""))
+            out.append((line, SEP.join(parts), rid, b"", prompt))
         return batch.split, out, None
 
+    def reduce(self, partial: Any) -> None:
+        split, rows, sketch = partial
+        self._prompts.extend(r[4] for r in rows)
+        super().reduce((split, [r[:4] for r in rows], sketch))
+
+    def _evidence(self, items: list[EvalItem], train_texts: list[str]) -> dict[tuple[int, int], dict[str, Any]]:
+        """Per (training row, item): the n-gram evidence that they overlap (shared long n-grams, short-prompt
+        containment), for every pair with any shared n-gram."""
+        from gate.dedup import ShingleConfig
+
+        opts = self.opts
+        n_long, n_short, min_words = int(opts["ngram"]), int(opts["short_ngram"]), int(opts["min_words"])
+        cfg = ShingleConfig(n=n_long, strip_punct=True)
+        ev_parts, ev_owner = _parts([it.text for it in items])
+        pr_parts, pr_owner = _parts([it.prompt for it in items])
+        tr_parts, tr_owner = _parts(train_texts)
+        pr_tokens, _ = _grams(pr_parts, pr_owner, cfg, set())
+        # n for each short prompt part: `short_ngram` for the longer ones, the whole part below that
+        short_n = np.where(pr_tokens >= n_short, n_short, pr_tokens)
+        short_ok = (pr_tokens >= min_words) & (pr_tokens < n_long)
+        ns = {n_long} | {int(n) for n in np.unique(short_n[short_ok])}
+        ev_tokens, ev_grams = _grams(ev_parts, ev_owner, cfg, {n_long})
+        tr_tokens, tr_grams = _grams(tr_parts, tr_owner, cfg, ns)
+        out: dict[tuple[int, int], dict[str, Any]] = {}
+        n_items = len(items)
+        # long n-grams of every part of the item (prompt and answer)
+        rows, its, counts = _shared(_select(tr_grams[n_long], tr_owner, tr_tokens >= n_long),
+                                    _select(ev_grams[n_long], ev_owner, ev_tokens >= n_long), n_items)
+        for r, it, c in zip(rows.tolist(), its.tolist(), counts.tolist(), strict=True):
+            out.setdefault((r, it), {})["shared"] = c
+        # short prompts: containment of the prompt's n-grams (or of the whole prompt) in the row
+        short_total = np.zeros(n_items, dtype=np.int64)
+        shared_short: dict[tuple[int, int], int] = {}
+        for n in sorted(ns - {n_long}):
+            take = short_ok & (short_n == n)
+            if not take.any():
+                continue
+            _, pr_grams = _grams([p for p, t in zip(pr_parts, take.tolist(), strict=True) if t],
+                                 pr_owner[take], cfg, {n})
+            ev = _distinct(pr_grams[n].hashes, np.repeat(pr_owner[take], pr_grams[n].sizes))
+            short_total += np.bincount(ev[1], minlength=n_items)
+            rows, its, counts = _shared(_select(tr_grams[n], tr_owner, tr_tokens >= n), ev, n_items)
+            for r, it, c in zip(rows.tolist(), its.tolist(), counts.tolist(), strict=True):
+                shared_short[(r, it)] = shared_short.get((r, it), 0) + c
+        for (r, it), c in shared_short.items():
+            e = out.setdefault((r, it), {})
+            e["short_shared"], e["short_total"] = c, int(short_total[it])
+            e["prompt_words"] = self._prompt_words(items[it].prompt, cfg)
+        return out
+
+    @staticmethod
+    def _prompt_words(prompt: str, cfg: Any) -> int:
+        from gate.dedup.shingles import tokenize
+
+        return sum(len(tokenize(p, cfg)) for p in prompt.split(SEP))
+
     def finish(self) -> None:
-        from gate.dedup import NearDupIndex, ShingleConfig
+        from gate.dedup import NearDupIndex
 
         eval_splits = set(self.opts["eval_splits"])
         items: list[EvalItem] = list(self._items)
@@ -87,65 +191,60 @@ class ContaminationCheck(_ClusterCheck):
         for pos, (s, line) in enumerate(self._keys):
             if self._splits[s] in eval_splits:
                 split_item_pos[len(items)] = pos
-                items.append(EvalItem(f"split:{self._splits[s]}", self._ids[pos] or f"row-{line}", self._texts[pos]))
+                items.append(EvalItem(f"split:{self._splits[s]}", self._ids[pos] or f"row-{line}", self._texts[pos],
+                                      self._prompts[pos]))
         train_splits = set(self.opts["train_splits"]) & set(self._splits) or set(self._splits) - eval_splits
         train_pos = [p for p, (s, _) in enumerate(self._keys) if self._splits[s] in train_splits]
         self.counts["scanned"] = len(train_pos)
         self.counts["evaluation_items"] = len(items)
         if not items or not train_pos:
             return
-        cfg = ShingleConfig(n=int(self.opts["ngram"]), strip_punct=True)
-        ev_hashes, ev_owner = _message_shingles([it.text for it in items], cfg)
-        order = np.argsort(ev_hashes, kind="stable")
-        ev_hashes, ev_owner = ev_hashes[order], ev_owner[order]
-        tr_hashes, tr_owner = _message_shingles([self._texts[p] for p in train_pos], cfg)
-        tr_starts = np.searchsorted(tr_owner, np.arange(len(train_pos) + 1))
-        hits: dict[int, dict[int, int]] = {}
-        for k in range(len(train_pos)):
-            h = np.unique(tr_hashes[tr_starts[k]:tr_starts[k + 1]])
-            if not len(h):
-                continue
-            lo = np.searchsorted(ev_hashes, h, side="left")
-            hi = np.searchsorted(ev_hashes, h, side="right")
-            found = np.flatnonzero(hi > lo)
-            if not len(found):
-                continue
-            per_item: dict[int, int] = defaultdict(int)
-            for f in found:
-                for it in np.unique(ev_owner[lo[f]:hi[f]]):
-                    per_item[int(it)] += 1
-            hits[k] = per_item
-        # near duplicates of suite items (short items have no 13-grams; MinHash on 5-grams still sees them)
-        suite_texts = [it.text.replace(SEP, "\n") for it in self._items]
-        if suite_texts:
-            index = NearDupIndex(suite_texts, None, self._config)
+        evidence = self._evidence(items, [self._texts[p] for p in train_pos])
+        # near copies of items as whole texts (MinHash, verified by exact Jaccard); a test row's near copies are
+        # `leakage`'s when it runs, ours otherwise
+        leakage_runs = "leakage" in (self.peers or ())
+        indexed = list(range(len(self._items))) + ([] if leakage_runs else sorted(split_item_pos))
+        if indexed:
+            index = NearDupIndex([items[i].text.replace(SEP, "\n") for i in indexed], None, self._config)
             for pair in index.query([self._texts[p].replace(SEP, "\n") for p in train_pos]).pairs:
-                hits.setdefault(pair.query_index, {})
-                hits[pair.query_index][pair.index_index] = max(hits[pair.query_index].get(pair.index_index, 0), 1)
+                e = evidence.setdefault((pair.query_index, indexed[pair.index_index]), {})
+                e["jaccard"] = max(e.get("jaccard", 0.0), pair.jaccard)
         threshold = self._config.threshold
-        for k, per_item in sorted(hits.items()):
-            pos = train_pos[k]
-            matched = []
-            for it, shared in sorted(per_item.items()):
-                if shared < int(self.opts["min_shared"]) and it not in split_item_pos and it >= len(self._items):
-                    continue
-                if it in split_item_pos:
-                    if shared < int(self.opts["min_shared"]):
-                        continue
-                    jac = exact_pair_jaccard(self._texts[pos].replace(SEP, "\n"),
-                                             self._texts[split_item_pos[it]].replace(SEP, "\n"), self._config)
-                    if jac >= threshold:
-                        continue  # a near copy of a test row: leakage reports it
-                matched.append((it, shared))
-            if not matched:
+        min_shared, min_cont = int(self.opts["min_shared"]), float(self.opts["min_containment"])
+        per_row: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
+        for (k, it), e in sorted(evidence.items()):
+            said = []
+            score = 0.0
+            if e.get("shared", 0) >= min_shared:
+                said.append(f"{e['shared']} shared {self.opts['ngram']}-gram(s)")
+                score = max(score, 1.0)
+            if e.get("short_total") and e["short_shared"] / e["short_total"] >= min_cont:
+                cont = e["short_shared"] / e["short_total"]
+                said.append(f"contains its {e['prompt_words']}-word prompt" if cont >= 1 else
+                            f"contains {cont:.0%} of its {e['prompt_words']}-word prompt")
+                score = max(score, cont)
+            if "jaccard" in e:
+                said.append(f"near copy, Jaccard {e['jaccard']:.2f}")
+                score = max(score, e["jaccard"])
+            if not said:
                 continue
+            if it in split_item_pos and leakage_runs:
+                pos = train_pos[k]
+                jac = e.get("jaccard") or exact_pair_jaccard(self._texts[pos].replace(SEP, "\n"),
+                                                            self._texts[split_item_pos[it]].replace(SEP, "\n"),
+                                                            self._config)
+                if jac >= threshold:
+                    continue  # a near copy of a test row, and `leakage` runs: it reports it
+            per_row[k].append((it, "; ".join(said), score))
+        for k, matched in sorted(per_row.items()):
+            pos = train_pos[k]
             s, line = self._keys[pos]
-            names = ", ".join(f"{items[it].source}#{items[it].item_id}" for it, _ in matched[:3])
-            for it, _ in matched:
+            for it, _, _ in matched:
                 self._leaked_items[(items[it].source, items[it].item_id)] += 1
+            names = ", ".join(f"{items[it].source}#{items[it].item_id} ({why})" for it, why, _ in matched[:3])
             self.findings.append(Finding(
                 "contamination", self._splits[s], line, "messages", "contamination", "error",
-                f"shares {max(n for _, n in matched)} {self.opts['ngram']}-gram(s) with evaluation item(s) {names}"
+                f"contains evaluation item(s) {names}"
                 + (f" and {len(matched) - 3} more" if len(matched) > 3 else ""), None, self._ids[pos]))
 
     def details(self) -> dict[str, Any]:
