@@ -23,6 +23,8 @@ def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> N
             table.add_row(r.name, f"[{_STYLE.get(r.status, '')}]{r.status}[/]", f"{r.counts.get('scanned', 0):,}",
                           f"{r.counts.get('flagged_rows', 0):,}", f"{r.counts.get('findings', 0):,}", r.summary)
         console.print(table)
+    # the run id with the verdict, quiet or not: `gate release create --data-check RUN` needs it (issue 18 item 10)
+    recorded = "" if "db" in run.options else " (not recorded)"
     console.print(f"{verdict} {run.dataset}: {run.rows:,} rows, "
-                  f"{sum(len(r.findings) for r in run.results):,} finding(s), {run.seconds:.1f} s "
-                  f"→ {report_dir}/report.md")
+                  f"{sum(len(r.findings) for r in run.results):,} finding(s), {run.seconds:.1f} s, "
+                  f"run {run.run_id}{recorded} → {report_dir}/report.md", soft_wrap=True)
