@@ -2,8 +2,12 @@
 
 import json
 import math
+import subprocess
+
+import pytest
 
 from gate.train.metrics import parse_line
+from tests.conftest import ROOT
 
 
 def test_automodel_and_local_stdout_lines():
@@ -31,3 +35,30 @@ def test_diverged_loss_is_kept_and_noise_is_ignored():
     assert math.isnan(parse_line("step 9 | epoch 0 | loss nan | grad_norm inf").loss)
     for junk in ("", "Loading weights: 100%|####| 21/21", "{not a dict}", "{'x': 1}", "warning: step size small"):
         assert parse_line(junk) is None
+
+
+NEMO_PY = ROOT / ".venv-nemo" / "bin" / "python"
+
+
+@pytest.mark.skipif(not NEMO_PY.exists(), reason="nemo-automodel venv (.venv-nemo) not installed: make test builds it")
+def test_automodel_0_7_real_log_lines():
+    """AutoModel 0.7's own log_train_metrics / log_val_metrics, through its own setup_logging: the `[val] name
+    "default" | step ...` line is a validation metric (it used to become a train metric, corrupting final_loss), and
+    `tps 1234.56(154.32/gpu)` gives tokens/s (it used to be dropped)."""
+    proc = subprocess.run([str(NEMO_PY), str(ROOT / "tests/train/trainer_scripts/automodel_log_lines.py")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    *lines, logged = proc.stdout.strip().splitlines()
+    truth = json.loads(logged)
+    got = [m for m in map(parse_line, lines) if m is not None]
+    train = [m for m in got if m.kind == "train"]
+    val = [m for m in got if m.kind == "val"]
+    assert [m.step for m in train] == [t["step"] for t in truth["train"]]
+    for m, t in zip(train, truth["train"], strict=True):
+        assert m.loss == pytest.approx(t["loss"], abs=1e-4) and m.grad_norm == pytest.approx(t["grad_norm"], abs=1e-4)
+        assert m.lr == pytest.approx(t["lr"], rel=1e-2)
+        assert m.tokens_per_s == pytest.approx(t["tps"], abs=0.01)
+        assert m.extra["tps_per_gpu"] == pytest.approx(t["tps_per_gpu"], abs=0.01)
+        assert m.extra["num_label_tokens"] == t["num_label_tokens"]
+    assert [(m.step, m.loss) for m in val] == [(t["step"], pytest.approx(t["val_loss"], abs=1e-4))
+                                               for t in truth["val"]]

@@ -1,7 +1,8 @@
 """Turning trainer log lines into metric records, one line at a time, so metrics reach DuckDB while the run is live.
 
 Three line shapes cover the runners: NeMo AutoModel's stdout (`step 4 | epoch 0 | loss 1.55 | grad_norm ... | lr ...
-| tps ...`, also printed by the local worker), its validation line (`[val] step 20 | ... | loss ...`), and ms-swift's
+| mem 12.50 GiB | tps 1234.56(154.32/gpu)`, also printed by the local worker), its validation line (`[val] name
+"default" | step 20 | ... | loss ...`, one per validation set), and ms-swift's
 log records (a Python dict on stdout, a JSON object in `logging.jsonl`). AutoModel's own `training.jsonl` is buffered
 100 records deep, which is why stdout, not the file, is parsed for liveness.
 """
@@ -14,8 +15,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-_PIPE = re.compile(r"(?:^|\|)\s*([A-Za-z_/()]+)\s+([-+0-9.eE]+|nan|inf)\s*(?=\||$)")
-_AM_LINE = re.compile(r"(\[val\]\s*)?step\s+\d+\s*\|")
+#: `key value` between pipes; AutoModel 0.7 adds a unit (`mem 12.50 GiB`) and a per-GPU figure
+#: (`tps 1234.56(154.32/gpu)`), which the old pattern rejected, losing tokens/s.
+_NUM = r"[-+0-9.eE]+|nan|inf"
+_PIPE = re.compile(rf"(?:^|\|)\s*([A-Za-z_/()]+)\s+({_NUM})(?:\s*\(\s*({_NUM})\s*/gpu\))?(?:\s+[A-Za-z]+)?\s*(?=\||$)")
+_AM_LINE = re.compile(r"(?<![\w.])step\s+\d+\s*\|")
 _SWIFT_KEYS = {"loss", "grad_norm", "learning_rate", "eval_loss", "global_step/max_steps"}
 
 
@@ -45,14 +49,16 @@ def _automodel(line: str) -> Metric | None:
     m = _AM_LINE.search(line)
     if not m:
         return None
+    # AutoModel 0.7 prints `[val] name "default" | step 20 | ...`: the marker is not next to `step`
+    kind = "val" if "[val]" in line[:m.start()] else "train"
     body = line[m.start():]
-    kind = "val" if m.group(1) else "train"
-    body = body.replace("[val]", "")
-    vals = {k: v for k, v in _PIPE.findall(body)}
+    found = _PIPE.findall(body)
+    vals = {k: v for k, v, _ in found}
     if "step" not in vals:
         return None
     known = {"step", "epoch", "loss", "grad_norm", "lr", "tps"}
     extra = {k: f for k, v in vals.items() if k not in known and (f := _num(v)) is not None}
+    extra.update({f"{k}_per_gpu": f for k, _, g in found if g and (f := _num(g)) is not None})
     return Metric(step=int(float(vals["step"])), kind=kind, loss=_num(vals.get("loss")),
                   grad_norm=_num(vals.get("grad_norm")), lr=_num(vals.get("lr")), tokens_per_s=_num(vals.get("tps")),
                   epoch=_num(vals.get("epoch")), extra=extra or None)
