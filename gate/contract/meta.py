@@ -6,6 +6,8 @@ one validator and reported with the YAML line it sits on.
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
@@ -49,31 +51,20 @@ TOKENIZER = {
     },
 }
 
-# `checks.template`: how the trainer renders and masks; see gate/template/options.py for what each key means
-TEMPLATE_OPTIONS = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "mask": {"enum": ["auto", "prefix", "generation"]},
-        "stop_policy": {"enum": ["auto", "next_role", "as_rendered"]},
-        "keep_thinking": {"type": "boolean"},
-        "chat_template_kwargs": _OBJ,
-        "tool_parser": {"enum": ["auto", "glm47", "glm45", "hermes", "none"]},
-        "stop_tokens": _STR_LIST,
-        "roundtrip": {"type": "boolean"},
-        "control_tokens": {"type": "boolean"},
-    },
-}
 
-LENGTH_OPTIONS = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "cover": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "multiple_of": {"type": "integer", "minimum": 1},
-        "histogram": {"type": "boolean"},
-    },
-}
+def check_options(properties: dict[str, Any]) -> dict[str, Any]:
+    """The schema of one `checks.<name>` section: exactly these keys. Each check declares its own (the class
+    attribute `options_schema` in gate/data/checks/*.py, next to the code that reads the options), so an option
+    is added in one place; `contract_schema` collects them and the loader validates every section with the YAML
+    line of the offending key and a "did you mean" hint."""
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+#: a check that reads no options: any key under its section is a typo
+NO_OPTIONS = check_options({})
+#: `roles:` of the pii/secret sections: which messages are read
+ROLES = {"type": "array", "items": {"enum": ["system", "developer", "user", "assistant", "tool"]}}
+
 
 CONTRACT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -172,8 +163,8 @@ CONTRACT_SCHEMA: dict[str, Any] = {
         },
         "checks": {
             "type": "object",
-            "description": "per-check options; later checks read their own section",
-            "properties": {"template": TEMPLATE_OPTIONS, "length": LENGTH_OPTIONS},
+            "description": "per-check options; each check declares and reads its own section",
+            "properties": {},  # filled from each check's `options_schema` by contract_schema()
             "additionalProperties": {"type": "object"},
         },
         "tokenizer": TOKENIZER,
@@ -192,3 +183,15 @@ CONTRACT_SCHEMA: dict[str, Any] = {
         },
     },
 }
+
+
+@functools.cache
+def contract_schema() -> dict[str, Any]:
+    """CONTRACT_SCHEMA with every registered check's `options_schema` under `checks`. Built on first use: the check
+    registry imports the checks, which import this package's Contract (a module-level import would be a cycle)."""
+    from gate.data.registry import CHECKS
+
+    schema = copy.deepcopy(CONTRACT_SCHEMA)
+    schema["properties"]["checks"]["properties"] = {name: copy.deepcopy(cls.options_schema)
+                                                    for name, cls in CHECKS.items()}
+    return schema

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from gate import yamlio
-from gate.contract.meta import CONTRACT_SCHEMA
+from gate.contract.meta import contract_schema
 from gate.errors import ContractError
 from gate.names import CHECK_NAMES
 
@@ -117,7 +117,7 @@ def load_contract(path: str | Path) -> Contract:
 
 def _load_contract(p: Path) -> Contract:
     doc = yamlio.read(p, what="contract", error=ContractError)
-    doc.validate(CONTRACT_SCHEMA)
+    doc.validate(contract_schema())  # every check's own options too, with line and "did you mean"
     data, fail = doc.data, doc.fail
 
     def check_regex(rx: str, fpath: list[Any]) -> None:

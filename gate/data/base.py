@@ -33,6 +33,13 @@ class Finding:
     message: str = ""
     snippet: str | None = None
     row_id: str | None = None
+    # evidence of a pairwise finding (near_duplicate): the row it pairs with, that pair's score (exact Jaccard), and
+    # the cluster it belongs to (id "split:row" of the cluster's kept row, member count); None for other findings
+    partner_row: int | None = None
+    partner_id: str | None = None
+    score: float | None = None
+    cluster_id: str | None = None
+    cluster_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +80,9 @@ class Check(ABC):
     #: the only top-level row keys `map` reads, or None for the whole row. When every check of a run names its
     #: keys, the runner decodes just those (a dedup-only run skips the tool schemas that make up most of a row)
     fields: ClassVar[tuple[str, ...] | None] = None
+    #: the JSON Schema of the check's `checks.<name>` section (gate.contract.meta.check_options); every check
+    #: declares one, next to the code that reads the options, and the contract loader validates against it
+    options_schema: ClassVar[dict[str, Any]]
     #: the names of every check of this run, set by the runner; None when unknown (a check then assumes it runs
     #: alone: it never leaves a finding to another check that may not be running)
     peers: frozenset[str] | None = None

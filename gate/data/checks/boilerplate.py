@@ -19,6 +19,7 @@ import numpy as np
 import xxhash
 
 from gate.contract import Contract
+from gate.contract.meta import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.text import normalize
 from gate.errors import GateError
@@ -45,6 +46,15 @@ def segments(text: str, min_chars: int, unit: str = "line") -> list[tuple[int, i
 class BoilerplateCheck(Check):
     name = "boilerplate"
     version = "1"
+    options_schema = check_options({  # defaults in DEFAULTS above
+        "min_rows": {"type": "integer", "minimum": 1},
+        "min_share": {"type": "number", "minimum": 0, "maximum": 1},
+        "max_row_share": {"type": "number", "minimum": 0, "maximum": 1},
+        "min_chars": {"type": "integer", "minimum": 0},
+        "min_row_chars": {"type": "integer", "minimum": 0},
+        "unit": {"enum": sorted(_SPLIT)},
+        "force": {"type": "boolean", "description": "scan structured (JSON) answers too"},
+    })
 
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
+from gate.contract.meta import check_options
 from gate.data.base import Batch, CheckResult, Finding
 from gate.data.checks.near_duplicate import _ClusterCheck
 from gate.data.evalsets import EvalItem, load_eval_items
@@ -98,6 +99,15 @@ def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray]
 class ContaminationCheck(_ClusterCheck):
     name = "contamination"
     version = "1"
+    options_schema = check_options({  # defaults in OPTIONS above
+        "ngram": {"type": "integer", "minimum": 1},
+        "min_shared": {"type": "integer", "minimum": 1},
+        "short_ngram": {"type": "integer", "minimum": 1},
+        "min_containment": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "min_words": {"type": "integer", "minimum": 1},
+        "eval_splits": {"type": "array", "items": {"type": "string"}},
+        "train_splits": {"type": "array", "items": {"type": "string"}},
+    })
 
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
 from gate.contract.expectations import compile_rules, run_rules
+from gate.contract.meta import NO_OPTIONS
 from gate.contract.model import Contract, thaw
 from gate.contract.rows import fast_row_check, row_schema
 from gate.data.base import Batch, Check, Finding
@@ -94,6 +95,7 @@ def _type_ok(kind: str, v: Any) -> bool:
 
 class ContractCheck(Check):
     name = "contract"
+    options_schema = NO_OPTIONS  # the rules are the contract itself
     version = "1"
 
     def __init__(self, contract: Contract) -> None:

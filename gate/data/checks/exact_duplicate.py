@@ -14,12 +14,14 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
+from gate.contract.meta import NO_OPTIONS
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.dedup_text import dedup_texts
 
 
 class ExactDuplicateCheck(Check):
     name = "exact_duplicate"
+    options_schema = NO_OPTIONS  # the text compared is the contract's `text:` section
     fields = ("id", "messages")
     version = "1"
 

@@ -14,6 +14,7 @@ import numpy as np
 import xxhash
 
 from gate.contract import Contract
+from gate.contract.meta import NO_OPTIONS
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.groups import group_of
 from gate.report.redact import snippet
@@ -21,6 +22,7 @@ from gate.report.redact import snippet
 
 class GroupSplitCheck(Check):
     name = "group_split"
+    options_schema = NO_OPTIONS  # the key is the contract's `group_key` / `group_fallback_key` / `group_window`
     version = "1"
 
     def __init__(self, contract: Contract) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
+from gate.contract.meta import check_options
 from gate.data.base import Batch, Check, Finding
 from gate.data.text import row_chars
 
@@ -19,6 +20,12 @@ from gate.data.text import row_chars
 class LengthCheck(Check):
     name = "length"
     version = "1"
+    # read by gate/template/stats.py (the token statistics, with a tokenizer); character limits are in `limits:`
+    options_schema = check_options({
+        "cover": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "multiple_of": {"type": "integer", "minimum": 1},
+        "histogram": {"type": "boolean"},
+    })
 
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.contract import Contract
+from gate.contract.meta import NO_OPTIONS, check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.dedup_text import dedup_texts
 from gate.data.neardup import PROTECTED, Clustering, cluster, exact_pair_jaccard, neardup_config
@@ -89,6 +90,15 @@ class _ClusterCheck(Check):
 class NearDuplicateCheck(_ClusterCheck):
     name = "near_duplicate"
     version = "1"
+    # read by gate.data.neardup.neardup_config (shared with `leakage` and `contamination`'s MinHash)
+    options_schema = check_options({
+        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "ngram": {"type": "integer", "minimum": 1},
+        "num_perm": {"type": "integer", "minimum": 1},
+        "seed": {"type": "integer", "minimum": 0},
+        "strip_punct": {"type": "boolean"},
+        "unit": {"enum": ["word", "char"]},
+    })
 
     def finish(self) -> None:
         super().finish()
@@ -140,6 +150,7 @@ class NearDuplicateCheck(_ClusterCheck):
 class LeakageCheck(_ClusterCheck):
     name = "leakage"
     version = "1"
+    options_schema = NO_OPTIONS  # clusters under `checks.near_duplicate`'s options
 
     def finish(self) -> None:
         super().finish()

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from gate.contract import Contract
+from gate.contract.meta import ROLES, check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.pii_scan import RowScanner
 
@@ -64,6 +65,16 @@ class _DetectorCheck(Check):
 class PiiCheck(_DetectorCheck):
     name = "pii"
     version = "1"
+    # read by gate.data.pii_scan.pii_config (gate.pii.PiiConfig says what each key means)
+    options_schema = check_options({
+        "entities": {"type": "array", "items": {"type": "string"}},
+        "ner_entities": {"type": "array", "items": {"type": "string"}},
+        "use_ner": {"type": "boolean"},
+        "default_threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        "thresholds": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
+        "context_words": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+        "roles": ROLES,
+    })
 
     def _hits(self, fh: Any) -> list[Any]:
         return fh.pii
@@ -85,6 +96,15 @@ class PiiCheck(_DetectorCheck):
 class SecretCheck(_DetectorCheck):
     name = "secret"
     version = "1"
+    # read by gate.data.pii_scan.secret_config (gate.pii.SecretConfig says what each key means)
+    options_schema = check_options({
+        "detect_secrets": {"type": "boolean"},
+        "own_patterns": {"type": "boolean"},
+        "plugins": {"type": "array", "items": {"type": "string"}},
+        "base64_limit": {"type": "number", "minimum": 0, "maximum": 8},
+        "hex_limit": {"type": "number", "minimum": 0, "maximum": 8},
+        "roles": ROLES,
+    })
 
     def _hits(self, fh: Any) -> list[Any]:
         return fh.secrets

@@ -24,12 +24,24 @@ from collections import Counter
 from typing import Any
 
 from gate.contract import Contract
+from gate.contract.meta import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 
 
 class TemplateCheck(Check):
     name = "template"
     version = "1"
+    # how the trainer renders and masks; gate/template/options.py says what each key means
+    options_schema = check_options({
+        "mask": {"enum": ["auto", "prefix", "generation"]},
+        "stop_policy": {"enum": ["auto", "next_role", "as_rendered"]},
+        "keep_thinking": {"type": "boolean"},
+        "chat_template_kwargs": {"type": "object"},
+        "tool_parser": {"enum": ["auto", "glm47", "glm45", "hermes", "none"]},
+        "stop_tokens": {"type": "array", "items": {"type": "string"}},
+        "roundtrip": {"type": "boolean"},
+        "control_tokens": {"type": "boolean"},
+    })
 
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
