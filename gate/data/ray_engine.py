@@ -39,7 +39,8 @@ def _worker_checks(token: str, contract: Any, names: list[str]) -> list[Any]:
     return checks
 
 
-def map_chunk_task(token: str, contract: Any, names: list[str], chunk: Chunk) -> tuple[str, int, list[Any], float]:
+def map_chunk_task(token: str, contract: Any, names: list[str], chunk: Chunk
+                   ) -> tuple[str, int, list[Any], float, list[float]]:
     """The body of one Ray task: exactly the local engine's worker function, on checks built in this worker."""
     from gate.data import runner
 
@@ -87,8 +88,8 @@ def _single_host(ray: Any) -> bool:
 
 
 def map_chunks(chunks: Iterator[Chunk], contract: Any, names: list[str], checks: list[Any],
-               fold: Callable[[tuple[str, int, list[Any], float], int], None], *, address: str | None = None,
-               workers: int | None = None) -> dict[str, float]:
+               fold: Callable[[tuple[str, int, list[Any], float, list[float]], int], None], *,
+               address: str | None = None, workers: int | None = None) -> dict[str, float]:
     """Maps every chunk as a Ray task and folds the results in input order; returns engine timings."""
     t0 = time.perf_counter()
     started_here = connect(address, workers)

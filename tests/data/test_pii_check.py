@@ -1,0 +1,24 @@
+"""The `pii` and `secret` checks as `gate check` runs them: timing, one finding per span, code-like text."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.data.runner import run_checks
+from tests.conftest import triage_row, write_jsonl
+
+pytest.importorskip("presidio_analyzer")
+
+
+def test_pii_and_secret_seconds_measure_their_map_work(tmp_path, triage_contract) -> None:
+    """Issue 15 item 13: `checks[].seconds` was 0.0 for pii and secret (only `finish` was timed, and their
+    whole work is the map phase)."""
+    rows = [triage_row(i, f"Mail jane.doe{i}@example.com or call +44 20 7946 0958, key AKIAIOSFODNN7EXAMPL{i % 10}")
+            for i in range(60)]
+    write_jsonl(tmp_path / "train.jsonl", rows)
+    for workers, min_parallel in ((1, 8 << 20), (2, 0)):
+        run = run_checks(str(tmp_path), triage_contract, checks=["pii", "secret"], workers=workers,
+                         progress=False, chunk_bytes=4096, min_parallel_bytes=min_parallel)
+        secs = {r.name: r.seconds for r in run.results}
+        assert secs["pii"] > 0.005 and secs["secret"] > 0.0005, secs
+        assert sum(secs.values()) <= run.timings["map_cpu"] + 0.5, (secs, run.timings)
