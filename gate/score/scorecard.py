@@ -100,7 +100,8 @@ class Scorecard:
                        response_format=self.response_format, temperature=float(d["temperature"]),
                        top_p=float(d.get("top_p", 1.0)), max_tokens=int(d["max_tokens"]), seed=d.get("seed", 0),
                        logprobs=bool(d.get("logprobs", False)),
-                       stop=tuple(d["stop"]) if d.get("stop") else None)
+                       stop=tuple(d["stop"]) if d.get("stop") else None,
+                       chat_template_kwargs=dict(self.chat_template_kwargs) or None)
 
 
 def load_suite(path: str | Path, name: str = "") -> Suite:

@@ -46,10 +46,15 @@ def build_payload(req: Request, model: str, *, extra_body: dict[str, Any] | None
         body["logprobs"] = True
     if req.stop:
         body["stop"] = list(req.stop)
+    if req.chat_template_kwargs:
+        # vLLM and SGLang both read `chat_template_kwargs` from the chat/completions body and pass it to the template
+        body["chat_template_kwargs"] = dict(req.chat_template_kwargs)
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     for key, value in (extra_body or {}).items():
+        if key == "chat_template_kwargs" and isinstance(value, dict) and "chat_template_kwargs" in body:
+            value = {**body["chat_template_kwargs"], **value}  # a site's extra body adds to the scorecard's
         body[key] = value
     bad = REMOVED_FIELDS & body.keys()
     if bad:

@@ -135,7 +135,9 @@ class EmbeddedEngine(Engine):
         return out
 
     def _render(self, req: Request) -> str:
-        kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
+        # the scorecard's template variables first, so they can never override how gate itself renders
+        kwargs: dict[str, Any] = {**(req.chat_template_kwargs or {}), "add_generation_prompt": True,
+                                  "tokenize": False}
         if req.tools:
             kwargs["tools"] = [dict(t) for t in req.tools]
         return self._tok.apply_chat_template([dict(m) for m in req.messages], **kwargs)

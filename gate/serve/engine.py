@@ -68,8 +68,14 @@ def _default(obj: Any) -> Any:
 
 
 def request_to_dict(req: Request) -> dict[str, Any]:
-    """The full request as plain JSON data (tuples become lists), the form stored and hashed."""
-    return json.loads(canonical_json(asdict(req)))
+    """The full request as plain JSON data (tuples become lists), the form stored and hashed.
+
+    `chat_template_kwargs` is left out when unset, so requests without it keep the cache keys and prompt hashes
+    they had before the field existed; when set it is part of both."""
+    data = asdict(req)
+    if not data.get("chat_template_kwargs"):
+        data.pop("chat_template_kwargs", None)
+    return json.loads(canonical_json(data))
 
 
 def response_to_dict(resp: Response) -> dict[str, Any]:

@@ -32,6 +32,9 @@ class Request:
     seed: int | None = 0
     logprobs: bool = False
     stop: tuple[str, ...] | None = None
+    # variables the chat template reads (`enable_thinking: false`): they change the rendered prompt, so they travel
+    # with the request to every engine and into its cache key; None when the scorecard sets none
+    chat_template_kwargs: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

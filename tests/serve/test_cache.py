@@ -73,6 +73,7 @@ REQUEST_CHANGES = {
     "seed": 1,
     "logprobs": True,
     "stop": ("\n",),
+    "chat_template_kwargs": {"enable_thinking": False},
 }
 
 
