@@ -15,26 +15,24 @@ from xml.sax.saxutils import escape
 
 from gate.errors import ExitCode
 from gate.io.atomic import atomic_dir
+from gate.io.dataset import DATA_SUFFIXES, is_dataset_file
 from gate.vcs import changed_files, repo_root
-
-DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".arrow")
-HF_MARKERS = ("dataset_dict.json", "state.json", "dataset_info.json")
-
-
-def is_dataset_file(path: Path) -> bool:
-    return path.name.endswith(DATA_SUFFIXES) or path.name in HF_MARKERS
 
 
 def dataset_units(dataset: Path, changed: list[Path]) -> list[Path]:
-    """The datasets (a file, a split directory, or a Hugging Face DatasetDict) that hold the changed data files."""
+    """The datasets (a file, a split directory, or a Hugging Face DatasetDict) that hold the changed data files.
+
+    Which files are data is the reader's own list (gate.io.dataset.is_dataset_file): a suffix the reader accepts
+    but this function did not know (`.ndjson`, a single `.json` file) let a faulty change pass unchecked."""
     dataset = dataset.resolve()
     units: set[Path] = set()
+    single = dataset.is_file() or dataset.name.endswith(DATA_SUFFIXES)
     for f in changed:
-        if not is_dataset_file(f):
-            continue
-        if dataset.is_file() or dataset.suffix in DATA_SUFFIXES:
-            if f == dataset:
+        if single:
+            if f == dataset and is_dataset_file(f, single_file=True):
                 units.add(dataset)
+            continue
+        if not is_dataset_file(f):
             continue
         if not f.is_relative_to(dataset):
             continue

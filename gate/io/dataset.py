@@ -20,8 +20,18 @@ from typing import Any, BinaryIO
 from gate import install_hint
 from gate.errors import InputError
 
-JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".ndjson")
-PARQUET_SUFFIXES = (".parquet",)
+#: The one list of the file name endings the reader takes as a split, and the format each is read as. Everything
+#: that asks "is this file data?" (`--changed-since`, `--base`, the index) asks `is_dataset_file`, which uses this
+#: list: a format the reader accepts but a pull-request gate does not know would let a change through unchecked.
+SPLIT_FORMATS: dict[str, str] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".jsonl.gz": "jsonl.gz",
+                                 ".jsonl.zst": "jsonl.zst", ".parquet": "parquet"}
+JSONL_SUFFIXES = tuple(s for s, f in SPLIT_FORMATS.items() if f.startswith("jsonl"))
+PARQUET_SUFFIXES = tuple(s for s, f in SPLIT_FORMATS.items() if f == "parquet")
+#: the files of a Hugging Face `save_to_disk` directory (its splits are `.arrow` files beside `state.json`)
+HF_FILES = ("dataset_dict.json", "state.json", "dataset_info.json")
+HF_SUFFIXES = (".arrow",)
+#: every ending of a file the reader reads as (part of) a dataset
+DATA_SUFFIXES = (*SPLIT_FORMATS, *HF_SUFFIXES)
 SPLIT_ORDER = ("train", "training", "val", "valid", "validation", "dev", "test", "eval")
 CHUNK_BYTES = 4 << 20
 DEFAULT_MAX_LINE_BYTES = 256 << 20
@@ -121,15 +131,23 @@ def _split_name(path: Path) -> str:
 
 def _format_of(path: Path) -> str | None:
     name = path.name
-    if name.endswith(".jsonl.gz"):
-        return "jsonl.gz"
-    if name.endswith(".jsonl.zst"):
-        return "jsonl.zst"
-    if name.endswith((".jsonl", ".ndjson", ".json")):
-        return "jsonl"
-    if name.endswith(".parquet"):
-        return "parquet"
+    for suffix in sorted(SPLIT_FORMATS, key=len, reverse=True):
+        if name.endswith(suffix):
+            return SPLIT_FORMATS[suffix]
     return None
+
+
+def is_dataset_file(path: Path, *, single_file: bool = False) -> bool:
+    """Whether the reader reads `path` as (part of) a dataset: a split file, or a file of a Hugging Face directory.
+
+    `single_file`: the dataset is this one file. Only then is a plain `.json` data: in a directory the reader
+    skips it as metadata (MANIFEST.json, FAULTS.json), so a change to it changes no dataset."""
+    name = path.name
+    if single_file:
+        return _format_of(path) is not None
+    if name in HF_FILES or name.endswith(HF_SUFFIXES):
+        return True
+    return _format_of(path) is not None and not name.endswith(".json")
 
 
 def _split_sort_key(split: str) -> tuple[int, str]:
@@ -144,7 +162,7 @@ def discover(path: str | Path) -> list[SplitSource]:
     if p.is_file():
         fmt = _format_of(p)
         if fmt is None:
-            raise InputError("unsupported file type (expected .jsonl, .jsonl.gz, .jsonl.zst or .parquet)", file=str(p))
+            raise InputError(f"unsupported file type (expected {', '.join(SPLIT_FORMATS)})", file=str(p))
         return [SplitSource(_split_name(p), p, fmt)]
     if (p / "dataset_dict.json").is_file():
         try:
