@@ -182,6 +182,11 @@ def _load_contract(p: Path) -> Contract:
             hint = difflib.get_close_matches(check, CHECK_NAMES, n=1)
             raise fail(f"unknown check '{check}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""),
                        ["checks", check])
+    from gate.pii.config import contract_problem  # stdlib only: no presidio at load time
+
+    pii_problem = contract_problem(data.get("checks") or {})
+    if pii_problem:  # an entity name the scan cannot look for (a typo, ORGANIZATION under ner_entities)
+        raise fail(*pii_problem)
     for key in ("group_key", "group_fallback_key"):
         if data.get(key) and declared and data[key] not in declared:
             raise fail(f"'{data[key]}' is not a declared field", [key])

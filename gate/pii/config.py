@@ -155,6 +155,24 @@ def _canonical(obj: object) -> str:
     return f"{type(obj).__name__}{json.dumps(asdict(obj), sort_keys=True, separators=(',', ':'))}"  # type: ignore[call-overload]
 
 
+def contract_problem(checks: object) -> tuple[str, list[object]] | None:
+    """The first impossible entity name in a contract's `checks` section, as (message, YAML path), or None.
+
+    Called by the contract loader after the schema check, so the error names the file and the line of the name
+    itself (the scan would otherwise only fail, without a line, once the check is built).
+    """
+    section = checks.get("pii") if isinstance(checks, dict) else None
+    if not isinstance(section, dict):
+        return None
+    for key, ner in (("entities", False), ("ner_entities", True)):
+        names = section.get(key)
+        for i, name in enumerate(names if isinstance(names, list) else []):
+            problem = entity_problem(name, ner=ner) if isinstance(name, str) else None
+            if problem:
+                return problem, ["checks", "pii", key, i]
+    return None
+
+
 @dataclass(frozen=True)
 class PiiConfig:
     """What the presidio-based PII scan looks for and how sure it must be.

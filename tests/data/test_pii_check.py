@@ -22,3 +22,15 @@ def test_pii_and_secret_seconds_measure_their_map_work(tmp_path, triage_contract
         secs = {r.name: r.seconds for r in run.results}
         assert secs["pii"] > 0.005 and secs["secret"] > 0.0005, secs
         assert sum(secs.values()) <= run.timings["map_cpu"] + 0.5, (secs, run.timings)
+
+
+def test_opted_in_noisy_entities_run(tmp_path) -> None:
+    """Issue 15 item 9: `entities: [..., US_DRIVER_LICENSE, DATE_TIME]` was `internal error: ValueError`, exit 1."""
+    from gate.contract import load_contract
+
+    c = tmp_path / "c.yaml"
+    c.write_text("name: x\nversion: 1\nchecks:\n  pii:\n    use_ner: false\n"
+                 "    entities: [EMAIL_ADDRESS, US_DRIVER_LICENSE, DATE_TIME]\n")
+    write_jsonl(tmp_path / "d" / "train.jsonl", [triage_row(0, "My driver license is D1234567, renewed 2024-01-05.")])
+    run = run_checks(str(tmp_path / "d"), load_contract(c), checks=["pii"], workers=1, progress=False)
+    assert sorted(f.rule for f in run.results[0].findings) == ["pii.DATE_TIME", "pii.US_DRIVER_LICENSE"]

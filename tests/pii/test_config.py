@@ -119,3 +119,31 @@ def test_fireable_ner_entities_follow_presidios_mapping() -> None:
 
     assert FIREABLE_NER_ENTITIES == ("DATE_TIME", "LOCATION", "NRP", "PERSON")
     assert "ORGANIZATION" in NER_CONF["labels_to_ignore"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("names", "line", "says"), [
+    ("    ner_entities:\n      - PERSON\n      - PERSN\n", 7,
+     "unknown entity 'PERSN' under ner_entities (did you mean 'PERSON'?)"),
+    ("    ner_entities: [PERSON, ORGANIZATION]\n", 5, "ORGANIZATION can never fire"),
+    ("    entities:\n      - EMAIL_ADDRESS\n      - US_DRIVER_LICENCE\n", 7, "did you mean 'US_DRIVER_LICENSE'?"),
+])
+def test_contract_names_the_line_of_an_impossible_entity(tmp_path, names: str, line: int, says: str) -> None:
+    from gate.contract import load_contract
+    from gate.errors import ContractError
+
+    p = tmp_path / "c.yaml"
+    p.write_text("name: x\nversion: 1\nchecks:\n  pii:\n" + names)
+    with pytest.raises(ContractError) as err:
+        load_contract(p)
+    assert err.value.line == line and says in err.value.message, (err.value.line, err.value.message)
+    assert err.value.file == str(p)
+
+
+def test_contract_accepts_every_known_entity(tmp_path) -> None:
+    from gate.contract import load_contract
+    from gate.pii.config import FIREABLE_NER_ENTITIES, KNOWN_PATTERN_ENTITIES
+
+    p = tmp_path / "c.yaml"
+    p.write_text(f"name: x\nversion: 1\nchecks:\n  pii:\n    entities: [{', '.join(KNOWN_PATTERN_ENTITIES)}]\n"
+                 f"    ner_entities: [{', '.join(FIREABLE_NER_ENTITIES)}]\n")
+    assert load_contract(p).options("pii")["entities"][-1] == KNOWN_PATTERN_ENTITIES[-1]
