@@ -33,6 +33,9 @@ class Finding:
     message: str = ""
     snippet: str | None = None
     row_id: str | None = None
+    # in a pull-request run (`--changed-since REF`): "new", or "existing" when the check at REF had the same finding
+    # (gate.data.novelty); None in any other run
+    novelty: str | None = None
     # evidence of a pairwise finding (near_duplicate): the row it pairs with, that pair's score (exact Jaccard), and
     # the cluster it belongs to (id "split:row" of the cluster's kept row, member count); None for other findings
     partner_row: int | None = None
