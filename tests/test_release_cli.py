@@ -175,3 +175,30 @@ def test_watch_rollback_moves_current_back_with_the_trigger_as_reason(record: di
     assert r.returncode == 100 and "rel-w2 -> rel-w1" in r.stdout, r.stdout + r.stderr
     last = _sql(record["db"], "SELECT action, release_id, reason FROM release_pointer ORDER BY seq DESC LIMIT 1")[0]
     assert last[:2] == ("rollback", "rel-w1") and "p95-latency" in last[2] and "spike.jsonl" in last[2]
+
+
+def test_watch_rollback_acts_only_on_the_release_the_metrics_are_about(record: dict[str, Any]) -> None:
+    """Issue 16 item 19: rel-r1, rel-r2, rel-r3 promoted; metrics about rel-r1 must never roll back rel-r3."""
+    clean = record["checks"]["triage-clean"]
+    for rid in ("rel-r1", "rel-r2", "rel-r3"):
+        assert _gate(record, "release", "create", "--decision", record["decisions"]["good"], "--id", rid,
+                     "--data-check", clean).returncode == 0
+        assert _gate(record, "promote", rid).returncode == 0
+    pointer = "SELECT count(*) FROM release_pointer"
+    moves = _sql(record["db"], pointer)[0][0]
+    spike = [{"metric": "latency_ms", "value": 2000.0, "release": "rel-r1"} for _ in range(20)]
+    bad = write_jsonl(record["tmp"] / "r1-spike.jsonl", spike)
+    r = _gate(record, "watch", str(bad), "-s", str(record["card"]), "--release", "rel-r1", "--rollback")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "'rel-r1'" in r.stderr and "current is 'rel-r3'" in r.stderr
+    assert "ROLLED BACK" not in r.stdout and _sql(record["db"], pointer)[0][0] == moves
+    # no --release: the watch is about current (rel-r3); rows naming rel-r1 are left out, nothing fires
+    r = _gate(record, "watch", str(bad), "-s", str(record["card"]), "--rollback")
+    assert r.returncode == 0 and "20 rows about other releases left out" in r.stdout, r.stdout + r.stderr
+    assert "not measured" in r.stdout and _sql(record["db"], pointer)[0][0] == moves
+    # metrics about the current release do roll it back
+    mine = write_jsonl(record["tmp"] / "r3-spike.jsonl", [{**row, "release": "rel-r3"} for row in spike])
+    r = _gate(record, "watch", str(mine), "-s", str(record["card"]), "--release", "rel-r3", "--rollback")
+    assert r.returncode == 100 and "ROLLED BACK: current rel-r3 -> rel-r2" in r.stdout, r.stdout + r.stderr
+    events = _sql(record["db"], "SELECT DISTINCT release_id FROM watch_events WHERE metrics_file LIKE '%r3-spike%'")
+    assert events == [("rel-r3",)]

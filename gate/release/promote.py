@@ -61,8 +61,12 @@ def promote(release_id: str, *, by: str, db: str | None) -> tuple[str, list[str]
     return "promoted", []
 
 
-def rollback(release_id: str | None, *, reason: str, by: str, db: str | None) -> tuple[str, str]:
-    """Points "current" back to `release_id`, or to the release promoted before the current one. (from, to)."""
+def rollback(release_id: str | None, *, reason: str, by: str, db: str | None,
+             only_from: str | None = None) -> tuple[str, str]:
+    """Points "current" back to `release_id`, or to the release promoted before the current one. (from, to).
+
+    `only_from`: move only if that release is current now (a watcher judged metrics about it; if someone promoted
+    another release meanwhile, rolling that one back would undo a release nobody measured)."""
     from gate.store.releases import get_release, pointer_history, record_pointer
 
     if not reason.strip():
@@ -71,6 +75,8 @@ def rollback(release_id: str | None, *, reason: str, by: str, db: str | None) ->
     if not stack:
         raise GateError("nothing is current yet: there is nothing to roll back")
     current = stack[-1]
+    if only_from is not None and only_from != current:
+        raise GateError(f"'{only_from}' is no longer current (current is '{current}'): nothing rolled back")
     if release_id is None:
         if len(stack) < 2:
             raise GateError(f"'{current}' is the first promoted release: there is no previous one to go back to")

@@ -111,7 +111,13 @@ def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
         return VLLMEngine(spec.model, adapter=spec.adapter, tool_call_parser=tool_parser,
                           reasoning_parser=reasoning_parser, chat_template=chat_template, stream=stream,
                           concurrency=concurrency)
-    raise GateError(f"unknown engine '{kind}' (embedded, url or vllm)")
+    if kind == "sglang":
+        from gate.serve.sglang import SGLangEngine
+
+        return SGLangEngine(spec.model, adapter=spec.adapter, tool_call_parser=tool_parser,
+                            reasoning_parser=reasoning_parser, chat_template=chat_template, stream=stream,
+                            concurrency=concurrency)
+    raise GateError(f"unknown engine '{kind}' (embedded, url, vllm or sglang)")
 
 
 def prompt_hash(req: Any) -> str:

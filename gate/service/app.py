@@ -51,7 +51,7 @@ class ScoreRequest(BaseModel):
     candidate: str = Field(description="Model directory under a root, or a served model name for engine=url.")
     scorecard: str
     baseline: str | None = None
-    engine: Literal["embedded", "url", "vllm"] = "embedded"
+    engine: Literal["embedded", "url", "vllm", "sglang"] = "embedded"
     adapter: str | None = None
     base_url: str | None = None
     epoch: int = Field(0, ge=0)
