@@ -16,9 +16,19 @@ import numpy as np
 from gate.contract import Contract
 from gate.errors import GateError
 
-NEAR_DUP_KEYS = {"threshold", "ngram", "num_perm", "seed", "strip_punct", "unit"}
+NEAR_DUP_KEYS = {"threshold", "ngram", "num_perm", "seed", "strip_punct", "unit", "keep"}
+KEEP_RULES = ("star", "chain")
 # evaluation splits are protected: when a cluster spans splits, the copy in the less protected split is the leak
 PROTECTED = {"test": 3, "eval": 3, "val": 2, "valid": 2, "validation": 2, "dev": 2}
+
+
+def keep_rule(contract: Contract) -> str:
+    """`checks.near_duplicate.keep`: which rows of a cluster stay (see `within_split_drops`)."""
+    keep = contract.options("near_duplicate").get("keep", "star")
+    if keep not in KEEP_RULES:
+        raise GateError(f"checks.near_duplicate.keep: {keep!r} is not one of {', '.join(KEEP_RULES)}",
+                        file=contract.path)
+    return str(keep)
 
 
 def neardup_config(contract: Contract) -> Any:
@@ -76,3 +86,104 @@ def exact_pair_jaccard(a: str, b: str, config: Any) -> float:
     sa, sb = np.unique(shingle_hashes(a, cfg)), np.unique(shingle_hashes(b, cfg))
     union = len(np.union1d(sa, sb))
     return len(np.intersect1d(sa, sb, assume_unique=True)) / union if union else 0.0
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A row to drop as a near duplicate inside its split, with its evidence: `partner` (a position) is a row that
+    stays or, under `chain`, its verified neighbour; `jaccard` is that pair's exact Jaccard (>= the threshold)."""
+
+    pos: int
+    partner: int
+    jaccard: float
+    cluster: int  # index into clustering.result.clusters
+    kept: int  # the first row of its split in the cluster (the one every rule keeps)
+    hops: int  # verified pairs between this row and `kept` along the cluster's edges (1 under `star`)
+
+
+def _hops(result: Any, n: int) -> np.ndarray:
+    """Per position: number of verified edges from its cluster's kept row (breadth-first, vectorised); -1 outside."""
+    dist = np.full(n, -1, dtype=np.int64)
+    if not result.pairs:
+        return dist
+    left = np.fromiter((p.left for p in result.pairs), dtype=np.int64, count=len(result.pairs))
+    right = np.fromiter((p.right for p in result.pairs), dtype=np.int64, count=len(result.pairs))
+    src, dst = np.concatenate((left, right)), np.concatenate((right, left))
+    dist[[c.kept for c in result.clusters]] = 0
+    d = 0
+    while True:
+        frontier = dist[src] == d
+        nxt = dst[frontier]
+        nxt = nxt[dist[nxt] < 0]
+        if not nxt.size:
+            return dist
+        d += 1
+        dist[nxt] = d
+
+
+def within_split_drops(cl: Clustering, texts: list[str], config: Any, keep: str) -> list[Drop]:
+    """Rows to drop as near duplicates inside their split, by the keep rule; shared by `near_duplicate` and scrub.
+
+    In each cluster only rows of its most protected split(s) are judged (a copy in a less protected split is
+    leakage); per split, the first row stays, and exact copies of a judged row are left to `exact_duplicate`.
+
+    - `star` (default): a row is dropped only if its exact Jaccard with a row that stays reaches the threshold;
+      otherwise it stays too (and later rows may be dropped against it). Rows are judged in key order, against
+      the rows kept so far, in rounds vectorised over all clusters (a dense cluster costs ~1 verification a row).
+    - `chain`: every row of the connected component but the first is dropped (union-find closure); on templated
+      data a chain of pairs can link rows that are not near each other at all, so each drop cites its verified
+      neighbour and reports its hops from the kept row.
+    """
+    res = cl.result
+    groups: list[tuple[int, list[int]]] = []  # (cluster index, member positions in key order: first stays)
+    for ci, c in enumerate(res.clusters):
+        top = max(PROTECTED.get(cl.splits[cl.keys[p][0]], 1) for p in c.members)
+        by_split: dict[int, list[int]] = {}
+        seen: set[tuple[int, bytes]] = set()
+        for pos in c.members:
+            s = cl.keys[pos][0]
+            if PROTECTED.get(cl.splits[s], 1) < top or (s, cl.digests[pos]) in seen:
+                continue
+            seen.add((s, cl.digests[pos]))
+            by_split.setdefault(s, []).append(pos)
+        groups += [(ci, g) for g in by_split.values() if len(g) > 1]
+    drops: list[Drop] = []
+    if not groups:
+        return drops
+    hops = _hops(res, len(texts))
+    if keep == "chain":
+        dup = {d.index: d for d in res.duplicates}
+        for ci, g in groups:
+            for pos in g[1:]:
+                d = dup[pos]
+                drops.append(Drop(pos, d.partner_index, d.jaccard, ci, g[0], int(hops[pos])))
+        return drops
+    from gate.dedup import shingle_batch
+    from gate.dedup.cluster import ShingleSets
+
+    involved = sorted({p for _, g in groups for p in g})
+    local = {p: i for i, p in enumerate(involved)}
+    sets = ShingleSets(shingle_batch([texts[p] for p in involved], config.shingles))
+    threshold = config.threshold
+    pending = [list(g[1:]) for _, g in groups]
+    rep = [g[0] for _, g in groups]
+    while True:
+        a = [local[m] for k, ms in enumerate(pending) for m in ms]
+        if not a:
+            break
+        owner = [k for k, ms in enumerate(pending) for _ in ms]
+        jac = sets.jaccard(np.asarray(a), np.asarray([local[rep[k]] for k in owner])).tolist()
+        nxt: list[list[int]] = [[] for _ in pending]
+        flat = [m for ms in pending for m in ms]
+        for m, k, j in zip(flat, owner, jac, strict=True):
+            if j >= threshold:
+                ci, g = groups[k]
+                drops.append(Drop(m, rep[k], j, ci, g[0], 1))
+            else:
+                nxt[k].append(m)
+        for k, ms in enumerate(nxt):
+            if ms:
+                rep[k] = ms.pop(0)  # the earliest row near no kept row stays, and is a representative from now on
+        pending = nxt
+    drops.sort(key=lambda d: d.pos)
+    return drops

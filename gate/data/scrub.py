@@ -20,7 +20,7 @@ import orjson
 
 from gate import __version__
 from gate.contract import Contract
-from gate.data.neardup import PROTECTED, neardup_config
+from gate.data.neardup import PROTECTED, Clustering, keep_rule, neardup_config, within_split_drops
 from gate.data.pii_scan import RowScanner, set_field
 from gate.data.text import normalize, row_text
 from gate.errors import GateError
@@ -109,20 +109,17 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                 if (k[0], d) in seen and drop_dups:
                     drop_keys[k] = "exact_duplicate"
                 seen.setdefault((k[0], d), k)
-            result = find_near_duplicates(texts, keys, neardup_config(contract))
-            for c in result.clusters:
-                members = [keys[p] for p in c.members]
-                top = max(PROTECTED.get(splits[s], 1) for s, _ in members)
-                first_in_split: dict[int, tuple[int, int]] = {}
-                for s, line in members:
-                    if PROTECTED.get(splits[s], 1) < top:
-                        if drop_leaks:
-                            drop_keys.setdefault((s, line), "leakage")
-                    elif s in first_in_split:
-                        if drop_dups:
-                            drop_keys.setdefault((s, line), "near_duplicate")
-                    else:
-                        first_in_split[s] = (s, line)
+            config = neardup_config(contract)
+            result = find_near_duplicates(texts, keys, config)
+            for c in result.clusters:  # copies of a more protected split's row
+                top = max(PROTECTED.get(splits[keys[p][0]], 1) for p in c.members)
+                for p in c.members:
+                    if PROTECTED.get(splits[keys[p][0]], 1) < top and drop_leaks:
+                        drop_keys.setdefault(keys[p], "leakage")
+            if drop_dups:  # the near_duplicate check's own keep rule, so scrub drops exactly what it reports
+                clustering = Clustering(result, keys, splits, [None] * len(keys), digests)
+                for d in within_split_drops(clustering, texts, config, keep_rule(contract)):
+                    drop_keys.setdefault(keys[d.pos], "near_duplicate")
         outcome.dropped.update(drop_keys.values())
         writer = SplitWriter(out, list(splits))
         with writer, open(spool, "rb") as fh:

@@ -22,7 +22,7 @@ from typing import Any
 from gate.errors import GateError
 
 DEFAULT_DB = "gate.duckdb"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -39,8 +39,18 @@ DDL = [
         summary VARCHAR, details JSON, PRIMARY KEY (run_id, name))""",
     """CREATE TABLE IF NOT EXISTS findings (
         run_id VARCHAR, "check" VARCHAR, split VARCHAR, "row" BIGINT, field VARCHAR, rule VARCHAR,
-        severity VARCHAR, message VARCHAR, snippet VARCHAR, row_id VARCHAR)""",
+        severity VARCHAR, message VARCHAR, snippet VARCHAR, row_id VARCHAR, partner_row BIGINT, partner_id VARCHAR,
+        score DOUBLE, cluster_id VARCHAR, cluster_size BIGINT)""",
 ]
+# Each step takes a database of the previous schema version to the next; all are idempotent, so they simply run on
+# every read-write connection (a new database already has the columns and they are no-ops).
+MIGRATIONS = [
+    # 2: a pairwise finding's evidence (near_duplicate: the verified partner, its Jaccard, the cluster)
+    *(f"ALTER TABLE findings ADD COLUMN IF NOT EXISTS {col}" for col in (
+        "partner_row BIGINT", "partner_id VARCHAR", "score DOUBLE", "cluster_id VARCHAR", "cluster_size BIGINT")),
+]
+FINDING_COLUMNS = ["check", "split", "row", "field", "rule", "severity", "message", "snippet", "row_id",
+                   "partner_row", "partner_id", "score", "cluster_id", "cluster_size"]
 
 
 def db_path(option: str | None = None) -> str:
@@ -173,7 +183,7 @@ def connect(path: str | None = None, *, read_only: bool = False, wait_s: float =
     con = _open(target, read_only, wait_s)
     try:
         if ddl and not read_only and not is_held(target):
-            for stmt in (*DDL, *extra_ddl):
+            for stmt in (*DDL, *MIGRATIONS, *extra_ddl):
                 con.execute(stmt).fetchall()
             con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]).fetchall()
         yield con
@@ -216,7 +226,7 @@ def record_check_run(run: Any, exit_code: int, path: str | None = None) -> None:
                 ["run_id", "name", "version", "status", "counts", "seconds", "summary", "details"])
             _insert_arrow(con, "findings", [
                 {"run_id": run.run_id, **f.to_dict()} for r in run.results for f in r.findings],
-                ["run_id", "check", "split", "row", "field", "rule", "severity", "message", "snippet", "row_id"])
+                ["run_id", *FINDING_COLUMNS])
             con.execute("COMMIT").fetchall()
         except Exception:
             con.execute("ROLLBACK").fetchall()

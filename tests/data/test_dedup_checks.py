@@ -3,6 +3,7 @@
 import json
 import random
 
+import pytest
 import yaml
 
 from gate.contract import load_contract
@@ -212,3 +213,122 @@ def test_exact_and_near_duplicates_share_one_normaliser(tmp_path, triage_contrac
     res = results(tmp_path, triage_contract, ["exact_duplicate", "near_duplicate"])
     assert [f.row for f in res["exact_duplicate"].findings] == [2, 3]
     assert res["near_duplicate"].findings == []  # exact copies are exact_duplicate's
+
+
+def _chain(seed=77, length=6):
+    """Rows A0..A5, each one word edit (at a fresh position) from the one before: consecutive pairs have Jaccard
+    ~0.84 on 5-word shingles, rows two apart ~0.70, so union-find links all six although A0 and A5 are far apart."""
+    rng = random.Random(seed)
+    words = text(seed, 60).split()
+    out = [" ".join(words)]
+    for k in range(1, length):
+        words[10 * k - 5] = rng.choice(VOCAB) + "x"
+        out.append(" ".join(words))
+    return out
+
+
+def _row_texts(contract):
+    """The text the checks compare (user and assistant turns) of the chain rows, by line."""
+    from gate.data.text import row_text
+
+    return {3 + k: row_text(triage_row(500 + k, t), contract.text_roles) for k, t in enumerate(_chain())}
+
+
+def _chain_dataset(tmp_path, keep=None):
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    if keep:
+        raw.setdefault("checks", {})["near_duplicate"] = {"keep": keep}
+    cpath = tmp_path / f"c-{keep}.yaml"
+    cpath.write_text(yaml.safe_dump(raw))
+    rows = [triage_row(i, text(i)) for i in range(10)]
+    rows[2:2] = [triage_row(500 + k, t) for k, t in enumerate(_chain())]  # lines 3..8
+    write_jsonl(tmp_path / "ds" / "train.jsonl", rows)
+    return load_contract(cpath), tmp_path / "ds"
+
+
+def test_star_keep_drops_only_rows_near_a_kept_row_and_cites_the_verified_pair(tmp_path):
+    """Issue 15.18/19: findings cited the cluster's kept row even below the threshold (J 0.66 at 0.8); union-find
+    chains dropped rows near nothing kept. Default `star`: A1, A3, A5 go (each near a kept row), A2 and A4 stay."""
+    from gate.data.neardup import exact_pair_jaccard, neardup_config
+
+    contract, ds = _chain_dataset(tmp_path)
+    res = results(ds, contract, ["near_duplicate"])["near_duplicate"]
+    texts = _row_texts(contract)
+    assert [f.row for f in res.findings] == [4, 6, 8]
+    assert [f.partner_row for f in res.findings] == [3, 5, 7]
+    cfg = neardup_config(contract)
+    for f in res.findings:
+        j = exact_pair_jaccard(texts[f.row], texts[f.partner_row], cfg)
+        assert f.score == pytest.approx(j, abs=1e-6) and j >= 0.8
+        assert f"Jaccard {j:.2f}" in f.message and f"near duplicate of row {f.partner_row} " in f.message
+        assert (f.cluster_id, f.cluster_size) == ("train:3", 6) and "kept row 3" in f.message
+        assert f.partner_id == f"tri-{500 + f.partner_row - 3:06d}"
+    assert res.details["keep"] == "star" and res.details["max_hops_from_kept"] == 1
+
+
+def test_chain_keep_drops_the_closure_and_reports_hops(tmp_path):
+    from gate.data.neardup import exact_pair_jaccard, neardup_config
+
+    contract, ds = _chain_dataset(tmp_path, keep="chain")
+    res = results(ds, contract, ["near_duplicate"])["near_duplicate"]
+    texts = _row_texts(contract)
+    assert [f.row for f in res.findings] == [4, 5, 6, 7, 8]
+    cfg = neardup_config(contract)
+    for f in res.findings:  # every cited pair is a verified one, at or above the threshold
+        assert exact_pair_jaccard(texts[f.row], texts[f.partner_row], cfg) >= 0.8 <= f.score
+        assert "hop(s) from it" in f.message and f.cluster_size == 6
+    assert exact_pair_jaccard(texts[3], texts[8], cfg) < 0.5  # what `chain` drops: far from the kept row
+    assert res.details["keep"] == "chain" and res.details["max_hops_from_kept"] == 5
+
+
+def test_scrub_uses_the_keep_rule(tmp_path):
+    from gate.data.scrub import scrub_dataset
+
+    for keep, dropped in ((None, 3), ("chain", 5)):
+        contract, ds = _chain_dataset(tmp_path, keep=keep)
+        out = scrub_dataset(str(ds), contract, str(tmp_path / f"out-{keep}"))
+        assert out.dropped["near_duplicate"] == dropped
+        assert out.rows_out == 16 - dropped
+
+
+def test_unknown_keep_rule_is_a_contract_error(tmp_path):
+    import subprocess
+    import sys
+
+    contract, ds = _chain_dataset(tmp_path)
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    raw["checks"] = {"near_duplicate": {"keep": "tree"}}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(raw))
+    res = subprocess.run([sys.executable, "-m", "gate", "check", str(ds), "-c", str(tmp_path / "bad.yaml"),
+                          "--checks", "near_duplicate", "--no-db", "-o", str(tmp_path / "rep")],
+                         capture_output=True, text=True)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "keep" in res.stderr and "bad.yaml" in res.stderr
+
+
+def test_near_duplicate_evidence_in_report_json_and_duckdb_with_migration(tmp_path):
+    """The structured fields reach report.json and the DuckDB findings table, also in a record made by schema 1."""
+    import duckdb
+
+    from tests.conftest import run_gate
+
+    _, ds = _chain_dataset(tmp_path)
+    db = tmp_path / "g.duckdb"
+    con = duckdb.connect(str(db))  # a schema-1 record, as gate made it before the bump
+    con.execute("""CREATE TABLE findings (run_id VARCHAR, "check" VARCHAR, split VARCHAR, "row" BIGINT,
+                   field VARCHAR, rule VARCHAR, severity VARCHAR, message VARCHAR, snippet VARCHAR, row_id VARCHAR)""")
+    con.execute("INSERT INTO findings VALUES ('old', 'contract', 'train', 1, 'x', 'r', 'error', 'm', NULL, NULL)")
+    con.close()
+    res = run_gate("check", str(ds), "-c", str(CONTRACTS / "triage.yaml"), "--checks", "near_duplicate",
+                   "-o", str(tmp_path / "rep"), "--db", str(db))
+    assert res.returncode == 100, res.stderr
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    got = [(f["row"], f["partner_row"], f["cluster_id"], f["cluster_size"]) for f in report["findings"]]
+    assert got == [(4, 3, "train:3", 6), (6, 5, "train:3", 6), (8, 7, "train:3", 6)]
+    assert all(f["score"] >= 0.8 and f["partner_id"].startswith("tri-") for f in report["findings"])
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute('SELECT "row", partner_row, partner_id, score, cluster_id, cluster_size FROM findings '
+                       "WHERE \"check\" = 'near_duplicate' ORDER BY \"row\"").fetchall()
+    assert [(r[0], r[1], r[4], r[5]) for r in rows] == got and all(r[3] >= 0.8 for r in rows)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert con.execute("SELECT count(*) FROM findings WHERE run_id = 'old'").fetchone() == (1,)

@@ -15,7 +15,15 @@ from gate.contract import Contract
 from gate.contract.meta import NO_OPTIONS, check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.dedup_text import dedup_texts
-from gate.data.neardup import PROTECTED, Clustering, cluster, exact_pair_jaccard, neardup_config
+from gate.data.neardup import (
+    PROTECTED,
+    Clustering,
+    cluster,
+    exact_pair_jaccard,
+    keep_rule,
+    neardup_config,
+    within_split_drops,
+)
 
 
 class _ClusterCheck(Check):
@@ -89,7 +97,9 @@ class _ClusterCheck(Check):
 
 class NearDuplicateCheck(_ClusterCheck):
     name = "near_duplicate"
-    version = "1"
+    version = "2"  # findings cite a verified partner; `keep: star` is the default
+    keep = "star"
+    hops_max = 0
     # read by gate.data.neardup.neardup_config (shared with `leakage` and `contamination`'s MinHash)
     options_schema = check_options({
         "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
@@ -98,6 +108,7 @@ class NearDuplicateCheck(_ClusterCheck):
         "seed": {"type": "integer", "minimum": 0},
         "strip_punct": {"type": "boolean"},
         "unit": {"enum": ["word", "char"]},
+        "keep": {"enum": ["star", "chain"]},
     })
 
     def finish(self) -> None:
@@ -105,37 +116,33 @@ class NearDuplicateCheck(_ClusterCheck):
         cl = self._clustering
         if cl is None:
             return
-        with_kept = {d.index: d.jaccard_with_kept for d in cl.result.duplicates}
-        for c in cl.result.clusters:
-            seen_in_split: dict[int, int] = {}  # split index -> kept member position
-            seen_digests: set[bytes] = set()
-            top = max(PROTECTED.get(cl.splits[cl.keys[p][0]], 1) for p in c.members)
-            for pos in c.members:
-                s, line = cl.keys[pos]
-                if PROTECTED.get(cl.splits[s], 1) < top:
-                    continue  # a copy of a more protected split's row: that is leakage
-                if s not in seen_in_split:
-                    seen_in_split[s] = pos
-                    seen_digests.add(cl.digests[pos])
-                    continue
-                if cl.digests[pos] in seen_digests:
-                    continue  # an exact copy: exact_duplicate reports it
-                seen_digests.add(cl.digests[pos])
-                kept = seen_in_split[s]
-                # the clustering already verified this pair when the split's first row is the cluster's kept row
-                jac = with_kept[pos] if kept == c.kept and pos in with_kept else exact_pair_jaccard(
-                    self._texts[pos], self._texts[kept], self._config)
-                self.counts["dropped_near_duplicate"] += 1
-                self.findings.append(Finding(
-                    "near_duplicate", cl.splits[s], line, "messages", "near_duplicate", "error",
-                    f"near duplicate of row {cl.keys[kept][1]}" + (f" (id {cl.ids[kept]})" if cl.ids[kept] else "")
-                    + f", Jaccard {jac:.2f}; cluster {cl.splits[c.id[0]]}:{c.id[1]} of {c.size}",
-                    None, cl.ids[pos]))
+        keep = keep_rule(self.contract)
+        clusters = cl.result.clusters
+        for d in within_split_drops(cl, self._texts, self._config, keep):
+            s, line = cl.keys[d.pos]
+            c = clusters[d.cluster]
+            p_split, p_line = cl.keys[d.partner]
+            partner = (f"row {p_line}" if p_split == s else f"{cl.splits[p_split]} row {p_line}") + (
+                f" (id {cl.ids[d.partner]})" if cl.ids[d.partner] else "")
+            cluster_id = f"{cl.splits[c.id[0]]}:{c.id[1]}"
+            kept_line = cl.keys[d.kept][1]
+            self.counts["dropped_near_duplicate"] += 1
+            self.hops_max = max(self.hops_max, d.hops)
+            self.findings.append(Finding(
+                "near_duplicate", cl.splits[s], line, "messages", "near_duplicate", "error",
+                f"near duplicate of {partner}, Jaccard {d.jaccard:.2f}; cluster {cluster_id} of {c.size} row(s), "
+                f"kept row {kept_line}" + (f", {d.hops} hop(s) from it" if keep == "chain" else ""),
+                None, cl.ids[d.pos],
+                partner_row=p_line, partner_id=cl.ids[d.partner], score=round(d.jaccard, 6),
+                cluster_id=cluster_id, cluster_size=c.size))
+        self.keep = keep
         self.counts["clusters"] = cl.result.counters.clusters
         self.counts["kept"] = self.counts["scanned"] - self.counts["dropped_near_duplicate"]
 
     def details(self) -> dict[str, Any]:
-        return self._plan_details()
+        """The LSH plan and counters, the keep rule, and how far a dropped row lies from its kept row (hops along
+        verified pairs: always 1 under `star`; under `chain` a deep cluster is a hint of templated data)."""
+        return {**self._plan_details(), "keep": self.keep, "max_hops_from_kept": self.hops_max}
 
     def result(self) -> CheckResult:
         res = super().result()
@@ -143,7 +150,7 @@ class NearDuplicateCheck(_ClusterCheck):
             p = self._clustering.result.plan
             res.summary = (f"{self.counts['dropped_near_duplicate']} near-duplicate row(s) at Jaccard >= "
                            f"{p.threshold:g} (LSH {p.bands}x{p.rows}, P(detect at threshold) "
-                           f"{p.recall_at_threshold:.3f}, every pair verified)")
+                           f"{p.recall_at_threshold:.3f}; keep {self.keep}; every cited pair verified)")
         return res
 
 
