@@ -30,7 +30,8 @@ def score(text, **opts):
     ("You can return items within 30 days of delivery.", 1, 1.0, 0, "1/1 claims supported"),
     ("Returns are accepted within 30 days. Refunds go back to the original payment method.", 1, 1.0, 0, "2/2"),
     # a changed figure is the commonest invented fact
-    ("Returns are accepted within 60 days of delivery.", 0, 0.0, 0, "number(s) not in the passage: 60"),
+    ("Returns are accepted within 60 days of delivery.", 0, 0.0, 0,
+     "number(s) not in the aligned passage sentence: 60"),
     # the reverse of what the passage says
     ("Returns are not accepted within 30 days of delivery.", 0, 0.0, 1, "negation differs"),
     # one supported claim and one invented
@@ -78,3 +79,65 @@ def test_engine_error_and_missing_passages():
         FactualSupport().validate_item(item(passages=(1, 2)))
     with pytest.raises(ValueError):
         FactualSupport(min_coverage=0)
+
+
+# -- issue 16 item 13: errors the lexical scorer passed, and the perturbation suite ---------------------------------
+
+@pytest.mark.parametrize("text,why", [
+    # a figure taken from another sentence of the passage is still a changed fact
+    ("Returns are accepted within 5 days of delivery.", "not in the aligned passage sentence: 5"),
+    ("Refunds go back to the original payment method within 30 business days of the return arriving.",
+     "not in the aligned passage sentence: 30"),
+    ("Returns are rejected within 30 days of delivery.", "opposite meaning: 'rejected'"),
+    ("Items must be used and in their original packaging.", "opposite meaning: 'used'"),
+    ("Refunds go back to a different payment method within 5 business days of the return arriving.",
+     "opposite meaning: 'different'"),
+])
+def test_changed_facts_are_caught(text, why):
+    s = score(text)
+    assert s.value["supported"] == 0.0 and why in s.explanation, s.explanation
+
+
+def test_subject_and_object_swapped_and_names_by_role():
+    passage = "The customer pays the courier when the parcel arrives. Tony paid Bobby 5 dollars on Monday."
+
+    def check(text):
+        return FactualSupport().score(item(passages=(passage,)), Response(text=text))
+    for swapped in ("The courier pays the customer when the parcel arrives.", "Bobby paid Tony 5 dollars on Monday.",
+                    "Maria paid Bobby 5 dollars on Monday."):
+        assert check(swapped).value["supported"] == 0.0, swapped
+    assert check("The courier pays the customer when the parcel arrives.").value["contradiction"] == 1.0
+    # the same facts in the passive voice or with a fronted adverbial keep their roles
+    for faithful in ("Bobby was paid 5 dollars by Tony on Monday.", "On Monday, Tony paid Bobby 5 dollars.",
+                     "The courier is paid by the customer when the parcel arrives."):
+        assert check(faithful).value["supported"] == 1.0, faithful
+
+
+def test_bounds_are_not_negations():
+    s = score("Returns are accepted never later than 30 days after delivery.")
+    assert s.value["supported"] == 1.0 and s.value["contradiction"] == 0.0, s.explanation
+    assert score("Returns are accepted no more than 30 days after delivery.").value["supported"] == 1.0
+
+
+def test_two_figures_of_one_sentence_swapped():
+    passage = "Tony can pick 6 quarts of strawberries per hour, while Bobby picks 4 quarts per hour."
+    s = FactualSupport().score(item(passages=(passage,)),
+                               Response(text="Tony can pick 4 quarts of strawberries per hour."))
+    assert s.value["supported"] == 0.0 and "another part of the sentence" in s.explanation
+    ok = FactualSupport().score(item(passages=(passage,)),
+                                Response(text="Bobby picks four quarts per hour, while Tony can pick six."))
+    assert ok.value["supported"] == 1.0, ok.explanation
+
+
+def test_perturbation_suite_meets_the_targets():
+    """>= 200 seeded pairs from GSM8K passages (public, MIT): >= 90 % of perturbations caught, >= 90 % of faithful
+    paraphrases passed, per kind as well as overall (bench/support_perturbations.py writes the table)."""
+    from bench.support_perturbations import KINDS, build_suite, evaluate
+
+    suite = build_suite(seed=0)
+    assert len(suite) >= 200 and build_suite(seed=0) == suite
+    assert {c["kind"] for c in suite} == set(KINDS) and all(sum(c["kind"] == k for c in suite) >= 40 for k in KINDS)
+    res = evaluate(suite, FactualSupport())
+    assert res["caught"] >= 0.9 and res["passed"] >= 0.9, res["per_kind"]
+    for k, c in res["per_kind"].items():
+        assert c["right"] / c["n"] >= 0.85, (k, c)

@@ -1,26 +1,40 @@
 """Factual support: is every claim in the answer backed by the item's reference passage(s)?
 
-The explainable method comes first (evaluation notes §2: judges flake around thresholds and must be pinned and
-cached; deepeval #3110). It is deterministic and says, per claim, why it failed:
-- the answer is split into claims (sentences; a JSON answer's string fields when `answer_field` is given);
-- a claim is *supported* when one passage sentence covers at least `min_coverage` of its content words (after
-  lower-casing, dropping stop words and a light suffix strip, so "refunds" meets "refund"), every number in the
-  claim appears in that passage (a changed figure is the commonest unsupported claim), and the claim does not
-  negate what the passage asserts or the reverse (a "not" on one side only);
-- claims with fewer than `min_words` content words ("Thanks!", "Sure.") carry no fact and are skipped.
+Two methods. The explainable `deterministic` method comes first (evaluation notes §2: judges flake around thresholds
+and must be pinned and cached; deepeval #3110): it says, per claim, why it failed. `judge` asks any OpenAI-compatible
+server (the same client and response cache as `gate score --engine url`, so a verdict is cached by the judge's model
+identity and the exact request) with a fixed, versioned prompt, for teams that plug in a real judge model.
+
+Deterministic, per claim (the answer is split into sentences; a JSON answer's string field with `answer_field`):
+1. *Alignment*: the passage sentence (or two adjacent sentences, if no single one is enough) that covers most of the
+   claim's content words (lower-cased, stop words dropped, light suffix strip, number words read as digits) must
+   cover at least `min_coverage` of them. Then each clause of the claim (split at , ; : and subordinating
+   conjunctions) is aligned with the clause of that sentence sharing most of its words (numbers break ties only).
+2. *Numbers* must appear in the aligned passage sentence and in the aligned clause: "5 days" taken from another
+   sentence, or two figures of one sentence swapped, is a changed fact even though both figures occur in the passage.
+3. *Negation and antonyms* per aligned clause: a negation on one side only, or a word whose opposite is what the
+   passage clause says ("rejected" for "accepted", "used" for "unused", "a different" for "the original"), is a
+   contradiction. Bounded phrases are read as bounds first, so "never later than 30 days" is "within 30 days".
+4. *Entities by role*: a name the passage does not contain is unsupported; a name where the aligned sentence names
+   someone else is a swap; two entities on opposite sides of a shared word (a verb) in reversed order ("Bobby paid
+   Tony" for "Tony paid Bobby") are swapped roles unless exactly one side is passive ("... was paid by ...").
+Claims with fewer than `min_words` content words ("Thanks!", "Sure.") carry no fact and are skipped.
 `supported` = every claim supported (the gate key: one invented fact fails the item), `support_rate` = the share of
-supported claims, `contradiction` = a negation mismatch was seen (the worst kind of unsupported claim).
+supported claims, `contradiction` = a negation, antonym or role swap was seen (the worst kind of unsupported claim).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from gate.errors import InputError
 from gate.pii.redact import mask_loose
 from gate.score.types import Item, Score
-from gate.serve.types import Response
+from gate.serve.types import Request, Response
 
 STOP = frozenset("""a an the and or but if then so of to in on at by for with from as is are was were be been being it
 its this that these those there here i you he she we they me him her us them my your our their what which who whom
@@ -29,10 +43,68 @@ very please thanks thank hi hello dear yes ok okay about into over under than to
 up out off again further once all both few other such own same only""".split())
 NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "cannot", "can't", "won't", "isn't", "aren't",
                        "doesn't", "don't", "didn't", "wasn't", "weren't", "hasn't", "haven't", "without", "neither",
-                       "nor"})
-_WORD = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*")
-_NUM = re.compile(r"\d+(?:[.,]\d+)*")
-_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+                       "nor", "nobody", "nowhere", "shouldn't", "couldn't", "wouldn't", "mustn't"})
+#: Lexical opposites (both directions are derived). Morphological ones (un-, in-, im-, dis-, non-) need no entry.
+ANTONYM_PAIRS: tuple[tuple[str, str], ...] = (
+    ("accept", "reject"), ("accepted", "rejected"), ("accepts", "rejects"), ("approve", "deny"),
+    ("approved", "denied"), ("approved", "rejected"), ("allow", "forbid"), ("allowed", "forbidden"),
+    ("allowed", "prohibited"), ("permitted", "prohibited"), ("include", "exclude"), ("included", "excluded"),
+    ("includes", "excludes"), ("original", "different"), ("same", "different"), ("increase", "decrease"),
+    ("increased", "decreased"), ("increases", "decreases"), ("rise", "fall"), ("rises", "falls"), ("rose", "fell"),
+    ("gain", "lose"), ("gains", "loses"), ("gained", "lost"), ("win", "lose"), ("won", "lost"), ("wins", "loses"),
+    ("buy", "sell"), ("buys", "sells"), ("bought", "sold"), ("add", "remove"), ("adds", "removes"),
+    ("added", "removed"), ("before", "after"), ("earlier", "later"), ("earliest", "latest"), ("first", "last"),
+    ("more", "fewer"), ("more", "less"), ("most", "least"), ("most", "fewest"), ("higher", "lower"),
+    ("highest", "lowest"), ("high", "low"), ("larger", "smaller"), ("largest", "smallest"), ("bigger", "smaller"),
+    ("biggest", "smallest"), ("big", "small"), ("large", "small"), ("longer", "shorter"), ("longest", "shortest"),
+    ("long", "short"), ("older", "younger"), ("oldest", "youngest"), ("old", "young"), ("old", "new"),
+    ("faster", "slower"), ("fastest", "slowest"), ("fast", "slow"), ("heavier", "lighter"), ("heavy", "light"),
+    ("cheaper", "dearer"), ("cheap", "expensive"), ("minimum", "maximum"), ("min", "max"), ("above", "below"),
+    ("over", "under"), ("inside", "outside"), ("open", "closed"), ("opened", "closed"), ("opens", "closes"),
+    ("start", "end"), ("starts", "ends"), ("started", "ended"), ("begin", "end"), ("success", "failure"),
+    ("succeeded", "failed"), ("pass", "fail"), ("passed", "failed"), ("true", "false"), ("correct", "wrong"),
+    ("right", "wrong"), ("always", "never"), ("all", "none"), ("everyone", "nobody"), ("full", "partial"),
+    ("free", "paid"), ("paid", "unpaid"), ("public", "private"), ("internal", "external"), ("import", "export"),
+    ("imports", "exports"), ("north", "south"), ("east", "west"), ("left", "right"), ("up", "down"),
+    ("morning", "evening"), ("day", "night"), ("hot", "cold"), ("warm", "cold"), ("wet", "dry"),
+    ("male", "female"), ("men", "women"), ("boys", "girls"), ("born", "died"), ("arrive", "depart"),
+    ("arrived", "departed"), ("entered", "left"), ("enable", "disable"), ("enabled", "disabled"),
+    ("online", "offline"), ("present", "absent"), ("win", "loss"), ("profit", "loss"), ("credit", "debit"),
+    ("deposit", "withdrawal"), ("deposited", "withdrew"), ("lend", "borrow"), ("lent", "borrowed"),
+    ("give", "take"), ("gives", "takes"), ("gave", "took"), ("push", "pull"), ("send", "receive"),
+    ("sent", "received"), ("sends", "receives"), ("import", "export"), ("positive", "negative"),
+    ("strong", "weak"), ("stronger", "weaker"), ("rich", "poor"), ("easy", "hard"), ("easier", "harder"),
+    ("early", "late"), ("entrance", "exit"), ("upstairs", "downstairs"), ("forward", "backward"),
+    ("twice", "half"), ("double", "half"), ("doubled", "halved"), ("maximum", "minimum"), ("within", "least"),
+)
+_ANT: dict[str, set[str]] = {}
+for _a, _b in ANTONYM_PAIRS:
+    _ANT.setdefault(_a, set()).add(_b)
+    _ANT.setdefault(_b, set()).add(_a)
+_NEG_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({w: 10 * i for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)})
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+#: "never later than", "no more than", "not exceeding" state a bound, not a negation.
+_BOUNDS = ((re.compile(r"\b(?:no|not|never)\s+(?:later|more|longer|greater|after|beyond|further|over)\s+than\b", re.I),
+            "within"),
+           (re.compile(r"\b(?:no|not|never)\s+(?:sooner|fewer|less|earlier|shorter)\s+than\b", re.I), "at least"),
+           (re.compile(r"\bnot\s+exceeding\b", re.I), "within"), (re.compile(r"\bnot\s+only\b", re.I), "also"),
+           # a reporting frame says where the claim comes from, not what it claims
+           (re.compile(r"\b(?:according\s+to|as\s+stated\s+in|as\s+per)\s+(?:the\s+)?(?:text|passage|source|"
+                       r"document|article|context)s?\s*,?\s*", re.I), ""),
+           (re.compile(r"\b(?:the\s+)?(?:text|passage|source|document|article|context)\s+(?:says|states|notes|"
+                       r"mentions|explains|shows)\s*(?:that\s+)?,?\s*", re.I), ""))
+_WORD = re.compile(r"\$?\d[\d,]*(?:\.\d+)?|\$?\.\d+|[a-z]+(?:'[a-z]+)*")
+_NUM = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
+_CLAUSE = re.compile(r"\s*[;:]\s*|,\s+|\s+(?=(?:but|while|whereas|although|though|because|since|unless|whilst|"
+                     r"however|yet)\b)", re.I)
+_PASSIVE = re.compile(r"\b(?:is|are|was|were|be|been|being|gets|got|get)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|id|ld|nt|lt)"
+                      r"\b.*\bby\b", re.I)
+_ENTITY = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
 
 
 def _stem(w: str) -> str:
@@ -42,40 +114,128 @@ def _stem(w: str) -> str:
     return w
 
 
+def _canon_number(tok: str) -> str:
+    """One spelling per value: "$80,000" -> "80000", ".40" -> "0.4", "1.50" -> "1.5"."""
+    s = tok.lstrip("$").replace(",", "")
+    try:
+        d = Decimal(s)
+    except InvalidOperation:
+        return s
+    if d == d.to_integral_value():
+        return str(int(d))
+    return format(d.normalize(), "f")
+
+
+def _normalise(text: str) -> str:
+    text = (text or "").replace("’", "'").replace("‘", "'")
+    for pat, repl in _BOUNDS:
+        text = pat.sub(repl, text)
+    return text
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased words and canonical numbers in order; number words become digits ("twenty-five" -> "25",
+    "two hundred" -> "200") so a paraphrase that spells a figure out is not a changed figure."""
+    raw = _WORD.findall(_normalise(text).lower().replace("-", " "))
+    out: list[str] = []
+    for w in raw:
+        if w[0].isdigit() or w[0] in "$.":
+            out.append(_canon_number(w))
+        elif w in _NUMBER_WORDS:
+            if out and out[-1].isdigit() and int(out[-1]) % 10 == 0 and 20 <= int(out[-1]) < 100 \
+                    and _NUMBER_WORDS[w] < 10:
+                out[-1] = str(int(out[-1]) + _NUMBER_WORDS[w])
+            else:
+                out.append(str(_NUMBER_WORDS[w]))
+        elif w in _SCALES and out and out[-1].isdigit():
+            out[-1] = str(int(out[-1]) * _SCALES[w])
+        else:
+            out.append(w[:-2] if w.endswith("'s") else w)
+    return out
+
+
 def content_words(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP and w not in NEGATIONS and len(w) > 1}
+    return {_stem(w) for w in tokens(text) if w not in STOP and w not in NEGATIONS and (len(w) > 1 or w.isdigit())}
 
 
 def numbers(text: str) -> set[str]:
-    return {n.replace(",", "").rstrip(".") for n in _NUM.findall(text)}
+    return {t for t in tokens(text) if _NUM.fullmatch(t)}
 
 
 def negated(text: str) -> bool:
-    return any(w in NEGATIONS or w.endswith("n't") for w in _WORD.findall(text.lower().replace("’", "'")))
+    return any(w in NEGATIONS or w.endswith("n't") for w in tokens(text))
 
 
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT.split(text or "") if s.strip()]
 
 
+def clauses(sentence: str) -> list[str]:
+    parts = [c.strip(" ,.;:!?") for c in _CLAUSE.split(sentence)]
+    return [c for c in parts if c] or [sentence]
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised names in order, lower-cased. A sentence's first word counts only when it is not a common word
+    (so "He", "The", "Each" are not names, "Tony" is)."""
+    out = []
+    for m in _ENTITY.finditer(text):
+        w = m.group(0).lower()
+        at_start = not text[:m.start()].strip(" \"'(")
+        if w in STOP or w in NEGATIONS or w in _COMMON_STARTS or (at_start and w in _ANT):
+            continue
+        out.append(w)
+    return out
+
+
+_COMMON_STARTS = frozenset("""after before every since while during once later today yesterday tomorrow however
+therefore thus also many most several few none one two three four five six seven eight nine ten half twice
+according notably overall meanwhile instead finally first second third last next in on at by for with from
+returns refunds items customers orders payments""".split())
+
+
+_DETERMINERS = frozenset("the a an his her their its our your my this that these those every each".split())
+
+
+def _forms(text: str) -> set[str]:
+    toks = tokens(text)
+    return set(toks) | {_stem(t) for t in toks}
+
+
 class FactualSupport:
-    """Options: `passages_field` (row key, or key of `expected`, holding a string or a list of strings; default
-    "passages"), `answer_field` (check only this field of a JSON answer), `min_coverage` (default 0.7),
-    `min_words` (default 2). No claims at all (empty or all small talk) counts as unsupported: an answer that says
-    nothing checkable has not shown support."""
+    """Options: `method` (deterministic | judge), `passages_field` (row key, or key of `expected`, holding a string
+    or a list of strings; default "passages"), `answer_field` (check only this field of a JSON answer),
+    `min_coverage` (default 0.7), `min_words` (default 2), and for the judge `judge`: {base_url, model, model_hash
+    (pins what sits behind the URL), api_key_env (the name of an environment variable, never a key), cache (DuckDB
+    file; default the record's, GATE_DB), timeout_s, max_tokens}. No claims at all (empty or all small talk) counts as
+    unsupported: an answer that says nothing checkable has not shown support."""
 
     type = "factual_support"
     keys = ("supported", "support_rate", "contradiction")
     primary = "supported"
 
     def __init__(self, passages_field: str = "passages", answer_field: str | None = None, min_coverage: float = 0.7,
-                 min_words: int = 2) -> None:
+                 min_words: int = 2, method: str = "deterministic", judge: dict[str, Any] | None = None) -> None:
         if not 0 < min_coverage <= 1:
             raise ValueError("min_coverage must be in (0, 1]")
+        if method not in ("deterministic", "judge"):
+            raise ValueError(f"method must be deterministic or judge, not {method!r}")
+        if method == "judge":
+            if not isinstance(judge, dict) or not judge.get("base_url") or not judge.get("model"):
+                raise ValueError("method judge needs judge: {base_url: ..., model: ...}")
+            unknown = set(judge) - {"base_url", "model", "model_hash", "api_key_env", "cache", "timeout_s",
+                                    "max_tokens"}
+            if unknown:
+                raise ValueError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
+        elif judge is not None:
+            raise ValueError("judge options apply to method: judge only")
         self.passages_field = passages_field
         self.answer_field = answer_field
         self.min_coverage = min_coverage
         self.min_words = max(1, min_words)
+        self.method = method
+        self.judge_options = dict(judge or {})
+        self._judge: Any = None
 
     def passages(self, item: Item) -> list[str]:
         raw = item.extra.get(self.passages_field)
@@ -100,38 +260,178 @@ class FactualSupport:
         got = val.get(self.answer_field) if ok and isinstance(val, dict) else None
         return got if isinstance(got, str) else ""
 
+    # -- deterministic --------------------------------------------------------------------------------------------
+    def _align(self, words: set[str], nums: set[str], ents: list[str],
+               passage_sents: list[str]) -> tuple[float, list[str]]:
+        """The passage window a claim restates: one sentence, or two adjacent ones (an answer often joins two).
+        Preferred: reaching `min_coverage`, then holding every figure of the claim, then a single sentence, then
+        coverage, then shared names, then the earlier window."""
+        windows = [[s] for s in passage_sents] + [[a, b] for a, b in zip(passage_sents, passage_sents[1:],
+                                                                             strict=False)]
+        if not windows:
+            return 0.0, []
+
+        def key(w: list[str]) -> tuple[bool, bool, bool, float, int]:
+            text = " ".join(w)
+            c = len(words & content_words(text)) / len(words)
+            return (c >= self.min_coverage, nums <= numbers(text), len(w) == 1, c,
+                    len(set(ents) & set(entities(text))))
+        best = max(windows, key=key)
+        return key(best)[3], best
+
+    @staticmethod
+    def _align_clause(clause: str, passage_clauses: list[str]) -> str:
+        cw = content_words(clause)
+        words, nums = {w for w in cw if not _NUM.fullmatch(w)}, {w for w in cw if _NUM.fullmatch(w)}
+        return max(passage_clauses, key=lambda pc: (len(words & content_words(pc)), len(nums & numbers(pc))))
+
+    @staticmethod
+    def _opposite(claim: str, passage: str) -> str | None:
+        """'word' -> 'opposite' when the claim clause uses the opposite of what the passage clause says."""
+        cf, pf = _forms(claim), _forms(passage)
+        for w in tokens(claim):
+            if w in pf or not w.isalpha() or len(w) < 2:
+                continue
+            opp = set(_ANT.get(w, ())) | set(_ANT.get(_stem(w), ()))
+            opp |= {p + w for p in _NEG_PREFIXES}
+            opp |= {w[len(p):] for p in _NEG_PREFIXES if w.startswith(p) and len(w) - len(p) >= 3}
+            hit = sorted((opp & pf) - cf)
+            if hit:
+                return f"'{w}' where the passage says '{hit[0]}'"
+        return None
+
+    @staticmethod
+    def _roles_swapped(claim: str, passage: str) -> str | None:
+        """Two participants on opposite sides of a shared word (a verb), in reversed order, with the same voice.
+        Participants are names, and nouns after a determiner in both texts ("the customer pays the courier")."""
+        if bool(_PASSIVE.search(claim)) != bool(_PASSIVE.search(passage)):
+            return None
+        ct, pt = tokens(claim), tokens(passage)
+        cw, pw = [_stem(w) for w in ct], [_stem(w) for w in pt]
+        shared = [w for w in dict.fromkeys(cw) if w in pw and w not in STOP and w not in NEGATIONS]
+
+        def nominal(toks: list[str]) -> set[str]:
+            return {_stem(b) for a, b in zip(toks, toks[1:], strict=False) if a in _DETERMINERS and b not in STOP}
+        names = [_stem(e) for e in dict.fromkeys(entities(claim)) if e in entities(passage)]
+        cands = [w for w in dict.fromkeys(names + sorted(nominal(ct) & nominal(pt), key=cw.index))
+                 if w in cw and w in pw]
+        for i, a in enumerate(cands):
+            for b in cands[i + 1:]:
+                ca, cb, pa, pb = cw.index(a), cw.index(b), pw.index(a), pw.index(b)
+                if (ca < cb) == (pa < pb):
+                    continue
+                for pivot in shared:
+                    if pivot in (a, b):
+                        continue
+                    cp, pp = cw.index(pivot), pw.index(pivot)
+                    if min(ca, cb) < cp < max(ca, cb) and min(pa, pb) < pp < max(pa, pb):
+                        return f"'{a}' and '{b}' swap roles around '{pivot}'"
+        return None
+
     def check_claim(self, claim: str, passage_sents: list[str]) -> tuple[bool, bool, str]:
         """(supported, contradicted, why) for one claim against every passage sentence."""
         words = content_words(claim)
-        nums = numbers(claim)
-        best, best_sent, best_missing = -1.0, "", words
-        for sent in passage_sents:
-            pw = content_words(sent)
-            cov = len(words & pw) / len(words)
-            if cov > best:
-                best, best_sent, best_missing = cov, sent, words - pw
-        all_nums = set().union(*(numbers(s) for s in passage_sents))
-        missing_nums = nums - all_nums
-        contradicted = best >= self.min_coverage and negated(claim) != negated(best_sent)
-        ok = best >= self.min_coverage and not missing_nums and not contradicted
-        if ok:
-            return True, False, f"covered {best:.0%}"
+        passage_text = " ".join(passage_sents)
+        # a capitalised word the passage also writes in lower case is a common word at a sentence start, not a name
+        common = set(re.findall(r"\b[a-z][a-z']*\b", _normalise(passage_text)))
+        claim_ents = [e for e in entities(claim) if e not in common]
+        best, window = self._align(words, numbers(claim), claim_ents, passage_sents)
+        sent = " ".join(window)
+        if best < self.min_coverage:
+            missing = ", ".join(sorted(words - content_words(sent))[:5])
+            return False, False, f"covered {best:.0%} < {self.min_coverage:.0%}; missing: {missing}"
+        passage_words = set(tokens(passage_text))
+        unknown = [e for e in claim_ents if e not in passage_words]
+        if unknown:
+            return False, False, f"name(s) not in the passage: {', '.join(dict.fromkeys(unknown))}"
+        sent_ents = [e for e in entities(sent) if e not in common]
+        absent = [e for e in claim_ents if e not in sent_ents]
+        other = [e for e in sent_ents if e not in claim_ents]
+        if absent and other:
+            return False, True, f"'{absent[0]}' where the passage sentence names '{other[0]}'"
+        missing_nums = numbers(claim) - numbers(sent)
         if missing_nums:
-            return False, contradicted, f"number(s) not in the passage: {', '.join(sorted(missing_nums))}"
-        if contradicted:
-            return False, True, "negation differs from the passage"
-        missing = ", ".join(sorted(best_missing)[:5])
-        return False, False, f"covered {best:.0%} < {self.min_coverage:.0%}; missing: {missing}"
+            return False, False, f"number(s) not in the aligned passage sentence: {', '.join(sorted(missing_nums))}"
+        p_clauses = [c for s in window for c in clauses(s)]
+        for cl in clauses(claim):
+            if not content_words(cl):
+                continue
+            pc = self._align_clause(cl, p_clauses)
+            cl_ents = [e for e in entities(cl) if e not in common]
+            pc_ents = [e for e in entities(pc) if e not in common]
+            absent, other = [e for e in cl_ents if e not in pc_ents], [e for e in pc_ents if e not in cl_ents]
+            if absent and other:
+                return False, True, f"'{absent[0]}' where the passage says '{other[0]}'"
+            stray = numbers(cl) - numbers(pc)
+            if stray:
+                return False, False, f"number(s) {', '.join(sorted(stray))} belong to another part of the sentence"
+            if negated(cl) != negated(pc):
+                return False, True, "negation differs from the passage"
+            opp = self._opposite(cl, pc)
+            if opp:
+                return False, True, f"opposite meaning: {opp}"
+            swapped = self._roles_swapped(cl, pc)
+            if swapped:
+                return False, True, swapped
+        return True, False, f"covered {best:.0%}"
 
+    # -- judge ----------------------------------------------------------------------------------------------------
+    def _judge_engine(self) -> Any:
+        """The judge as a cached URL engine, started once: the same client and cache as `gate score`."""
+        if self._judge is None:
+            from gate.serve.cache import CachedEngine, ResponseCache
+            from gate.serve.url import URLEngine
+            from gate.store.db import db_path
+
+            o = self.judge_options
+            key = os.environ.get(o["api_key_env"]) if o.get("api_key_env") else None
+            if o.get("api_key_env") and not key:
+                from gate.errors import GateError
+
+                raise GateError(f"judge api_key_env {o['api_key_env']} is not set")
+            engine = URLEngine(str(o["base_url"]), str(o["model"]), api_key=key, model_hash=o.get("model_hash"),
+                               timeout_s=float(o.get("timeout_s", 120.0)), concurrency=1)
+            engine.start()
+            self._judge = CachedEngine(engine, ResponseCache(o.get("cache") or db_path(None)))
+        return self._judge
+
+    def judge_request(self, claims: list[str], passages: list[str]) -> Request:
+        """The fixed request for one answer: versioned system prompt, passages and numbered claims, greedy."""
+        body = "PASSAGES:\n" + "\n\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages)) + "\n\nCLAIMS:\n" + \
+            "\n".join(f"{i + 1}. {c}" for i, c in enumerate(claims))
+        max_tokens = int(self.judge_options.get("max_tokens", 16 * len(claims) + 32))
+        return Request(messages=({"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": body}),
+                       temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0)
+
+    def _judge_verdicts(self, claims: list[str], passages: list[str]) -> tuple[list[str | None], Response]:
+        resp = self._judge_engine().generate([self.judge_request(claims, passages)])[0]
+        return parse_verdicts(resp.text or "", len(claims)) if not resp.error else [None] * len(claims), resp
+
+    # -- scoring --------------------------------------------------------------------------------------------------
     def score(self, item: Item, response: Response) -> Score:
         if response.error:
             return Score({k: 0.0 for k in self.keys}, None, f"no answer: {response.error}", {"error": "engine_error"})
-        passage_sents = [s for p in self.passages(item) for s in sentences(p)]
+        passages = self.passages(item)
+        passage_sents = [s for p in passages for s in sentences(p)]
         claims = [c for c in sentences(self._answer_text(response)) if len(content_words(c)) >= self.min_words]
         if not claims:
             return Score({"supported": 0.0, "support_rate": 0.0, "contradiction": 0.0}, "",
                          "no checkable claim in the answer", {"error": "no_claims", "claims": 0})
-        results = [(c, *self.check_claim(c, passage_sents)) for c in claims]
+        meta: dict[str, Any] = {"claims": len(claims), "method": self.method}
+        if self.method == "judge":
+            verdicts, jr = self._judge_verdicts(claims, passages)
+            meta["judge"] = {"prompt_version": JUDGE_PROMPT_VERSION, "prompt_sha256": JUDGE_PROMPT_SHA256,
+                             "model": self.judge_options["model"], "cached": jr.cached}
+            if jr.error:
+                return Score({k: 0.0 for k in self.keys}, None, f"judge failed: {jr.error}"[:200],
+                             {**meta, "error": "judge_error"})
+            results = [(c, v == "SUPPORTED", v == "CONTRADICTED",
+                        f"judge: {v}" if v else "judge gave no verdict for this claim")
+                       for c, v in zip(claims, verdicts, strict=True)]
+            if any(v is None for v in verdicts):
+                meta["judge"]["unparsed"] = sum(v is None for v in verdicts)
+        else:
+            results = [(c, *self.check_claim(c, passage_sents)) for c in claims]
         n_ok = sum(1 for _, ok, _, _ in results if ok)
         contra = any(ct for _, _, ct, _ in results)
         value = {"supported": float(n_ok == len(claims)), "support_rate": n_ok / len(claims),
@@ -140,9 +440,29 @@ class FactualSupport:
         why = f"{n_ok}/{len(claims)} claims supported"
         if bad:
             why += "; " + "; ".join(f"claim {i + 1}: {w}" for i, w in bad[:3])
-        meta: dict[str, Any] = {"claims": len(claims), "per_claim": [{"supported": ok, "why": w}
-                                                                     for _, ok, _, w in results]}
+        meta["per_claim"] = [{"supported": ok, "why": mask_loose(w)} for _, ok, _, w in results]
         if bad:
             meta["error"] = "contradiction" if contra else "unsupported_claim"
         # the explanation quotes words of the answer: mask what looks like personal data before it is stored
         return Score(value, None, mask_loose(why), meta)
+
+
+#: Bump the version with any change to the wording: it is recorded with every verdict and is part of the cache key.
+JUDGE_PROMPT_VERSION = "gate-support-judge/1"
+JUDGE_PROMPT = """You check whether claims are supported by passages. Use only the passages, not outside knowledge.
+For each numbered claim answer exactly one word:
+SUPPORTED - the passages state it or it follows directly from them;
+CONTRADICTED - the passages state the opposite, a different number, a different entity, or swapped roles;
+UNSUPPORTED - the passages neither state it nor contradict it.
+Reply with one line per claim, in order, in the form "N: VERDICT" and nothing else."""
+JUDGE_PROMPT_SHA256 = hashlib.sha256(f"{JUDGE_PROMPT_VERSION}\n{JUDGE_PROMPT}".encode()).hexdigest()
+_VERDICT = re.compile(r"^\W*(\d+)\s*[:.)\-]\s*\**\s*(SUPPORTED|UNSUPPORTED|CONTRADICTED)\b", re.I | re.M)
+
+
+def parse_verdicts(text: str, n: int) -> list[str | None]:
+    """One verdict per claim from "N: VERDICT" lines; a claim without a line (or with two different ones) is None,
+    which scores as unsupported: a judge that does not answer has not shown support."""
+    found: dict[int, set[str]] = {}
+    for m in _VERDICT.finditer(text):
+        found.setdefault(int(m.group(1)), set()).add(m.group(2).upper())
+    return [next(iter(found[i])) if len(found.get(i, ())) == 1 else None for i in range(1, n + 1)]

@@ -1,0 +1,143 @@
+"""The factual-support judge against a real OpenAI-compatible HTTP server on 127.0.0.1.
+
+The server is a few lines of stdlib `http.server` speaking the chat-completions protocol (a tiny model cannot judge
+well, so the test is about the protocol, the versioned prompt, the cache keyed by the judge's identity and the
+parsing of the verdicts, not about the judge's wisdom). It answers from a script and records every request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from gate.score.scorers.support import JUDGE_PROMPT, JUDGE_PROMPT_VERSION, FactualSupport, parse_verdicts
+from gate.score.types import Item
+from gate.serve.types import Response
+
+PASSAGE = "Returns are accepted within 30 days of delivery. Refunds take 5 business days."
+
+
+class Judge:
+    """A scripted chat-completions server: `reply` is the assistant text, `status` the HTTP status."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.reply = "1: SUPPORTED\n2: CONTRADICTED"
+        self.status = 200
+        judge = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, code: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    self._send(200, {"object": "list", "data": [{"id": "judge-model", "object": "model"}]})
+                elif self.path == "/version":
+                    self._send(200, {"version": "scripted-1"})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                judge.requests.append(body)
+                judge.headers.append(dict(self.headers))
+                if judge.status != 200:
+                    self._send(judge.status, {"error": {"message": "bad request"}})
+                    return
+                self._send(200, {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": judge.reply}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture()
+def judge():
+    j = Judge()
+    yield j
+    j.server.shutdown()
+
+
+def item(n=1):
+    return Item(f"kb-{n}", "returns", ({"role": "user", "content": "?"},), {}, line=n, extra={"passages": [PASSAGE]})
+
+
+def scorer(judge, tmp_path, **opts):
+    return FactualSupport(method="judge", judge={"base_url": judge.url, "model": "judge-model",
+                                                 "cache": str(tmp_path / "judge.duckdb"), **opts})
+
+
+ANSWER = "Returns are accepted within 30 days of delivery. Refunds take 9 business days."
+
+
+def test_protocol_prompt_version_and_verdicts(judge, tmp_path):
+    s = scorer(judge, tmp_path).score(item(), Response(text=ANSWER))
+    assert s.value == {"supported": 0.0, "support_rate": 0.5, "contradiction": 1.0}
+    assert s.error == "contradiction" and "claim 2: judge: CONTRADICTED" in s.explanation
+    assert s.metadata["judge"]["prompt_version"] == JUDGE_PROMPT_VERSION
+    (req,) = judge.requests
+    assert req["model"] == "judge-model" and req["temperature"] == 0.0
+    assert req["messages"][0] == {"role": "system", "content": JUDGE_PROMPT}
+    user = req["messages"][1]["content"]
+    assert PASSAGE in user and "1. Returns are accepted within 30 days of delivery." in user
+    assert "2. Refunds take 9 business days." in user
+
+
+def test_verdicts_are_cached_by_judge_identity(judge, tmp_path):
+    scorer(judge, tmp_path).score(item(), Response(text=ANSWER))
+    again = scorer(judge, tmp_path).score(item(), Response(text=ANSWER))  # a new scorer, the same cache file
+    assert len(judge.requests) == 1 and again.metadata["judge"]["cached"] is True
+    assert again.value["support_rate"] == 0.5
+    # another judge model (pinned hash) at the same URL is asked afresh
+    scorer(judge, tmp_path, model_hash="sha256:other").score(item(), Response(text=ANSWER))
+    assert len(judge.requests) == 2
+
+
+def test_unparseable_or_failed_judge_never_supports(judge, tmp_path, monkeypatch):
+    judge.reply = "I think they are mostly fine."
+    s = scorer(judge, tmp_path).score(item(), Response(text=ANSWER))
+    assert s.value["supported"] == 0.0 and "judge gave no verdict" in s.explanation
+    assert s.metadata["judge"]["unparsed"] == 2
+    judge.status = 400
+    bad = scorer(judge, tmp_path).score(item(2), Response(text="Refunds take 5 business days."))
+    assert bad.value["supported"] == 0.0 and bad.error == "judge_error"
+    judge.status = 200
+    judge.reply = "1: SUPPORTED"
+    monkeypatch.setenv("JUDGE_KEY", "sk-test-123")
+    keyed = scorer(judge, tmp_path, api_key_env="JUDGE_KEY")
+    ok = keyed.score(item(2), Response(text="Refunds take 5 business days."))
+    assert ok.value["supported"] == 1.0
+    assert judge.headers[-1].get("Authorization") == "Bearer sk-test-123"
+
+
+def test_parse_verdicts():
+    assert parse_verdicts("1: SUPPORTED\n2. unsupported\n**3) CONTRADICTED**", 3) == [
+        "SUPPORTED", "UNSUPPORTED", "CONTRADICTED"]
+    assert parse_verdicts("1: SUPPORTED\n1: CONTRADICTED", 2) == [None, None]  # two answers for one claim
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError):
+        FactualSupport(method="judge")
+    with pytest.raises(ValueError):
+        FactualSupport(method="judge", judge={"base_url": "http://127.0.0.1:9", "model": "m", "key": "x"})
+    with pytest.raises(ValueError):
+        FactualSupport(judge={"base_url": "http://127.0.0.1:9", "model": "m"})
+    with pytest.raises(ValueError):
+        FactualSupport(method="vibes")
