@@ -82,3 +82,39 @@ def test_logprobs_structured_output_and_tool_calls(server):
         assert '"get_weather"' in tc.text and not tc.tool_calls
     else:
         assert tc.tool_calls and tc.tool_calls[0].name == "get_weather"
+
+
+def test_gate_watch_reads_the_real_servers_prometheus_metrics(server, tmp_path):
+    """Issue 16 item 20: vLLM's own `/metrics` through `gate watch URL` (prometheus_client's parser): the request
+    latency histogram gives a p95 over exactly the requests sent, and a threshold below it fires ROLLBACK."""
+    import httpx
+
+    from gate.release.watch import PrometheusSource, evaluate_prometheus
+    from tests.conftest import run_gate
+    from tests.test_decide_gates import GATES, make_scorecard
+
+    src = PrometheusSource(server.base_url + "/metrics")
+    before = src.scrape()
+    assert before.types.get("vllm:e2e_request_latency_seconds") == "histogram"
+    assert server.generate([ask(f"ping {i}", max_tokens=4) for i in range(3)])[-1].error is None
+    after = src.scrape()
+    lat = "vllm:e2e_request_latency_seconds"
+    trig = [{"name": "p95", "metric": lat, "aggregate": "p95", "above": 600, "window": "1s"},
+            {"name": "count", "metric": lat, "aggregate": "count", "above": 1e9, "window": "1s"},
+            {"name": "ok", "metric": "vllm:request_success_total", "aggregate": "sum",
+             "above": 1e9, "window": "1s"}]
+    after.at = before.at + 5  # the two scrapes bracket the requests; the window is the span between them
+    rows = {r["trigger"]: r for r in evaluate_prometheus(trig, [before, after])}
+    assert rows["count"]["observed"] == 3 and rows["ok"]["observed"] == 3, rows
+    assert 0 < rows["p95"]["observed"] < 600 and not rows["p95"]["fired"]
+    assert "vllm:num_requests_running" in httpx.get(server.base_url + "/metrics").text
+    ok = make_scorecard(tmp_path, gates=GATES, triggers=[{"name": "slow", "metric": lat, "aggregate": "p95",
+                                                           "above": 600, "min_samples": 3}])
+    r = run_gate("watch", server.base_url + "/metrics", "-s", str(ok), "--no-db", "--db", str(tmp_path / "g.duckdb"))
+    assert r.returncode == 0 and "since the server started" in r.stdout, r.stdout + r.stderr
+    strict = tmp_path / "strict"
+    strict.mkdir()
+    bad = make_scorecard(strict, gates=GATES, triggers=[{"name": "slow", "metric": lat, "aggregate": "p95",
+                                                          "above": 0.0001}])
+    r = run_gate("watch", server.base_url + "/metrics", "-s", str(bad), "--no-db", "--db", str(tmp_path / "g.duckdb"))
+    assert r.returncode == 100 and "ROLLBACK: slow" in r.stdout, r.stdout + r.stderr
