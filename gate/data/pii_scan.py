@@ -135,7 +135,7 @@ class RowScanner:
                             f"--checks)") from None
 
     def _scan(self, rows: list[dict[str, Any]]) -> list[list[FieldHits]]:
-        from gate.pii import scan_secrets_texts, scan_texts
+        from gate.pii import resolve_overlaps, scan_secrets_texts, scan_texts
 
         fields = [[FieldHits(p, t, prose, role) for p, t, prose, role in scan_fields(r, None)] for r in rows]
         flat = [fh for fs in fields for fh in fs]
@@ -146,7 +146,7 @@ class RowScanner:
                 sel = [fh for fh in flat if fh.prose is want and _wanted(fh, self.pii_roles)]
                 for fh, hits in zip(sel, _once_per_text(sel, lambda t, c=cfg: scan_texts(t, c, workers=workers)),
                                     strict=True):
-                    fh.pii = hits
+                    fh.pii = resolve_overlaps(hits)  # one finding per span: an IP is not also a phone number
         if self.secret_config is not None:
             sel = [fh for fh in flat if _wanted(fh, self.secret_roles)]
             for fh, hits in zip(sel, _once_per_text(sel, lambda t: scan_secrets_texts(t, self.secret_config)),

@@ -16,6 +16,7 @@ from gate.pii.presidio_engine import (
     Hit,
     engine_info,
     ner_available,
+    resolve_overlaps,
     scan_text,
     scan_texts,
     scan_texts_plain,
@@ -26,6 +27,6 @@ from gate.pii.secrets import SecretHit, scan_secrets, scan_secrets_texts
 
 __all__ = [
     "Hit", "PiiConfig", "ScrubConfig", "ScrubResult", "SecretConfig", "SecretHit", "anonymize", "engine_info",
-    "mask_loose", "ner_available", "redact_value", "scan_secrets", "scan_secrets_texts", "scan_text", "scan_texts",
-    "scan_texts_plain", "snippet", "street_address_recognizer",
+    "mask_loose", "ner_available", "redact_value", "resolve_overlaps", "scan_secrets", "scan_secrets_texts",
+    "scan_text", "scan_texts", "scan_texts_plain", "snippet", "street_address_recognizer",
 ]

@@ -309,6 +309,35 @@ def _sort(hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (h.start, h.end, h.entity_type, h.recognizer, h.score))
 
 
+#: Entity types from least to most specific. A phone number is any run of digits that phonenumbers accepts (an
+#: IPv4 address, a card number), a name or place is a guess of the NER model; a card, IBAN, e-mail or IP address
+#: is matched by its structure and mostly a checksum. Types not listed (country ids, UUID, MAC...) are as
+#: specific as the most specific listed ones.
+LEAST_SPECIFIC: tuple[str, ...] = (
+    "NRP", "LOCATION", "PERSON", "DATE_TIME", "US_BANK_NUMBER", "US_DRIVER_LICENSE", "US_PASSPORT", "US_ITIN",
+    "MEDICAL_LICENSE", "PHONE_NUMBER", "ADDRESS", "URL",
+)
+_RANK = {e: i for i, e in enumerate(LEAST_SPECIFIC)}
+
+
+def resolve_overlaps(hits: Sequence[Hit]) -> list[Hit]:
+    """One finding per span: of hits that overlap, the most specific entity type wins (then the higher score,
+    then the longer span); the others are dropped.
+
+    Why: presidio deduplicates per entity type only, so "157.235.122.79" is an IP_ADDRESS and also a
+    PHONE_NUMBER and a card number a PHONE_NUMBER too; a report that counts both doubles the PII and names a
+    kind that is wrong. Run on the hits of one text, after the scan (`scan_texts` itself stays equal to
+    presidio's plain loop).
+    """
+    order = sorted(hits, key=lambda h: (-_RANK.get(h.entity_type, len(LEAST_SPECIFIC)), -h.score,
+                                        -(h.end - h.start), h.start, h.entity_type))
+    kept: list[Hit] = []
+    for h in order:
+        if not any(k.start < h.end and h.start < k.end for k in kept):
+            kept.append(h)
+    return _sort(kept)
+
+
 # ------------------------------------------------------------------------------------------------------ the engine
 
 @dataclass

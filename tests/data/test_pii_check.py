@@ -34,3 +34,10 @@ def test_opted_in_noisy_entities_run(tmp_path) -> None:
     write_jsonl(tmp_path / "d" / "train.jsonl", [triage_row(0, "My driver license is D1234567, renewed 2024-01-05.")])
     run = run_checks(str(tmp_path / "d"), load_contract(c), checks=["pii"], workers=1, progress=False)
     assert sorted(f.rule for f in run.results[0].findings) == ["pii.DATE_TIME", "pii.US_DRIVER_LICENSE"]
+
+
+def test_one_finding_per_span(tmp_path, triage_contract) -> None:
+    """Issue 15 item 11: an IP address was also reported as PHONE_NUMBER (two findings, one of them wrong)."""
+    write_jsonl(tmp_path / "train.jsonl", [triage_row(0, "Our office IP is 157.235.122.79 and it gets blocked.")])
+    run = run_checks(str(tmp_path), triage_contract, checks=["pii"], workers=1, progress=False)
+    assert [f.rule for f in run.results[0].findings if f.field == "messages[1].content"] == ["pii.IP_ADDRESS"]

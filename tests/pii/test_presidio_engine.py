@@ -259,3 +259,26 @@ def test_missing_ner_model_falls_back_to_patterns() -> None:
     assert engine_info(cfg)["ner"] is False
     text = "Thanks, Priya Sharma (priya@example.com) will follow up."
     assert [h.entity_type for h in scan_texts([text], cfg, workers=1)[0]] == ["EMAIL_ADDRESS"]
+
+
+def test_overlapping_hits_resolve_to_the_most_specific_entity(pattern_cfg: PiiConfig, messages: list) -> None:
+    """Issue 15 item 11: presidio reports an IPv4 address as IP_ADDRESS and PHONE_NUMBER (same span)."""
+    text = "Our office IP is 157.235.122.79 and the card 4111 1111 1111 1111 was declined."
+    raw = scan_text(text, pattern_cfg)
+    assert {"IP_ADDRESS", "PHONE_NUMBER"} <= {h.entity_type for h in raw}  # presidio's own answer overlaps
+    resolved = pe.resolve_overlaps(raw)
+    assert [(h.entity_type, text[h.start:h.end]) for h in resolved] == [
+        ("IP_ADDRESS", "157.235.122.79"), ("CREDIT_CARD", "4111 1111 1111 1111")]
+    for (text, _), hits in zip(messages, scan_texts([m for m, _ in messages], pattern_cfg, workers=1), strict=True):
+        kept = pe.resolve_overlaps(hits)
+        assert all(a.end <= b.start for a, b in zip(kept, kept[1:], strict=False)), text
+        assert {(h.start, h.end) for h in kept} <= {(h.start, h.end) for h in hits}
+        assert pe.resolve_overlaps(kept) == kept
+
+
+def test_overlap_ties_keep_the_higher_score_then_the_longer_span() -> None:
+    a = Hit("PERSON", 0, 8, 0.85, "SpacyRecognizer")
+    b = Hit("LOCATION", 4, 12, 0.85, "SpacyRecognizer")
+    c = Hit("PERSON", 20, 24, 0.4, "SpacyRecognizer")
+    d = Hit("PERSON", 20, 30, 0.9, "SpacyRecognizer")
+    assert pe.resolve_overlaps([a, b, c, d]) == [a, d]
