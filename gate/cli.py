@@ -28,6 +28,14 @@ app = typer.Typer(
 )
 
 
+def _exits(ok: str, failed: str | None = None, error: str = "could not run (bad input, missing file, engine or "
+           "server down)") -> str:
+    """The epilog of every command's help: its exit codes, in the one order CI scripts read them (DESIGN.md:
+    exit codes are an API), so a help text can never again promise 1 where the command returns 100."""
+    codes = [f"0 {ok}", *([f"100 {failed}"] if failed else []), f"1 {error}", "2 usage error"]
+    return "Exit codes: " + ", ".join(codes) + "."
+
+
 class FailOn(StrEnum):
     error = "error"
     warning = "warning"
@@ -51,7 +59,7 @@ class CheckEngine(StrEnum):
     ray = "ray"
 
 
-@app.command()
+@app.command(epilog=_exits("every check passes", "a check failed (see report.md)"))
 def check(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory (train/val/test files), single file, or "
                                                  "Hugging Face save_to_disk directory.")],
@@ -86,6 +94,11 @@ def check(
                                                   "ref, duplicates and leakage against the dataset's index.")] = None,
     index: Annotated[Path | None, typer.Option("--index", help="Index directory for --base; default "
                                                                ".gate-index/<dataset path>.")] = None,
+    fail_on_existing: Annotated[bool, typer.Option("--fail-on-existing", help="With --changed-since: also fail on "
+                                                                             "findings the base REF already "
+                                                                             "had (default: they are reported, "
+                                                                             "marked existing, and do not "
+                                                                             "fail).")] = False,
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
@@ -96,11 +109,11 @@ def check(
                              max_examples=max_examples, quiet=quiet,
                              tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
                              engine=engine.value, address=address, base=base,
-                             index=str(index) if index else None)
+                             index=str(index) if index else None, fail_on_existing=fail_on_existing)
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(epilog=_exits("split written", "rows without a group key (nothing written)"))
 def split(
     dataset: Annotated[Path, typer.Argument(help="Dataset to split (all its rows are reassigned).")],
     contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (its group_key).")],
@@ -123,7 +136,7 @@ def split(
                                        drop_ungrouped=drop_ungrouped))
 
 
-@app.command()
+@app.command(epilog=_exits("scrubbed copy written"))
 def scrub(
     dataset: Annotated[Path, typer.Argument(help="Dataset to scrub (read only).")],
     contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (its scrub section).")],
@@ -141,7 +154,7 @@ class ExportFormat(StrEnum):
     hf = "hf"
 
 
-@app.command()
+@app.command(epilog=_exits("exported"))
 def export(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory, single file, or save_to_disk directory.")],
     fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="The runner's data format.")],
@@ -171,7 +184,9 @@ class EngineKind(StrEnum):
     sglang = "sglang"
 
 
-@app.command()
+@app.command(epilog=_exits("scored and PROMOTE (or, without a baseline, the target check ran)",
+                           "BLOCK: a blocking gate failed",
+                           "could not run or incomplete (requests failed after retries; rerun resumes)"))
 def score(
     candidate: Annotated[str, typer.Argument(help="Candidate model directory (served model name for --engine url).")],
     scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard YAML.")],
@@ -203,7 +218,7 @@ def score(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight per server "
                                                                          "(--engine url / vllm / sglang).")] = 8,
 ) -> None:
-    """Score the candidate (and baseline) on a scorecard; exit 0 complete, 1 incomplete (rerun resumes)."""
+    """Score the candidate (and baseline) on a scorecard, then decide on its gates (rerun resumes from the cache)."""
     from gate.commands.score import run_score_command
 
     raise typer.Exit(run_score_command(candidate=candidate, scorecard_path=str(scorecard), baseline=baseline,
@@ -214,7 +229,8 @@ def score(
                                        baseline_model_hash=baseline_model_hash, concurrency=concurrency))
 
 
-@app.command()
+@app.command(epilog=_exits("the loop ran as designed (release A promoted, B blocked)", None,
+                           "a step did not behave as designed or a planted value leaked"))
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file (env GATE_DB; default ./gate.duckdb).")] = None,
@@ -236,7 +252,8 @@ class TrainRunner(StrEnum):
     ms_swift = "ms-swift"
 
 
-@app.command()
+@app.command(epilog=_exits("trained (or the plan was written and validated)", None,
+                           "could not run or the trainer failed"))
 def train(
     spec: Annotated[Path, typer.Argument(help="Training spec YAML (see trainspecs/).")],
     runner: Annotated[TrainRunner, typer.Option("--runner", "-r", help="Which trainer runs it.")] = TrainRunner.local,
@@ -262,7 +279,7 @@ class TrainMethod(StrEnum):
     lora = "lora"
 
 
-@app.command()
+@app.command(epilog=_exits("planned"))
 def plan(
     params: Annotated[float | None, typer.Option("--params", help="Parameter count, e.g. 753e9.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="Model config.json (or its directory).")] = None,
@@ -311,7 +328,7 @@ def plan(
 # ---- end: training runners ----
 
 # ---- area: probe -- issue 5 ----
-@app.command()
+@app.command(epilog=_exits("every step passed", "a step failed"))
 def probe(
     model: Annotated[Path, typer.Argument(help="Model directory (config.json, safetensors shards, tokenizer).")],
     lora: Annotated[Path | None, typer.Option("--lora", help="LoRA spec YAML (see loraspecs/); without it the probe "
@@ -335,7 +352,8 @@ def probe(
 # ---- end: probe ----
 
 # ---- area: release decision (decide, promote, rollback, watch, release) -- issue 7 ----
-@app.command()
+@app.command(epilog=_exits("PROMOTE (or an A/A floor or baseline-only check recorded)",
+                           "BLOCK: a blocking gate failed"))
 def decide(
     scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard YAML whose gates decide.")],
     comparison: Annotated[str | None, typer.Option("--comparison", help="comparison_id of one `gate score` run "
@@ -367,7 +385,7 @@ release_app = typer.Typer(help="Release records: pin everything behind a decided
 app.add_typer(release_app, name="release")
 
 
-@release_app.command("create")
+@release_app.command("create", epilog=_exits("recorded"))
 def release_create(
     decision: Annotated[str, typer.Option("--decision", help="decision_id from `gate decide`.")],
     release_id: Annotated[str | None, typer.Option("--id", help="Release name [default: generated].")] = None,
@@ -400,7 +418,7 @@ def release_create(
                                         training_run=training_run, by=by, notes=notes, db=db))
 
 
-@release_app.command("list")
+@release_app.command("list", epilog=_exits("listed"))
 def release_list(
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
 ) -> None:
@@ -410,7 +428,7 @@ def release_list(
     raise typer.Exit(run_release_list(db=db))
 
 
-@release_app.command("show")
+@release_app.command("show", epilog=_exits("shown"))
 def release_show(
     release_id: Annotated[str, typer.Argument(help="Release id.")],
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
@@ -421,7 +439,8 @@ def release_show(
     raise typer.Exit(run_release_show(release_id=release_id, db=db))
 
 
-@app.command()
+@app.command(epilog=_exits("promoted (or already current)",
+                           "refused: not a PROMOTE decision or its data did not pass (nothing changed)"))
 def promote(
     release_id: Annotated[str, typer.Argument(help="Release id (`gate release create`).")],
     by: Annotated[str | None, typer.Option("--by", help="Who promotes [default: $USER].")] = None,
@@ -433,7 +452,7 @@ def promote(
     raise typer.Exit(run_promote(release_id=release_id, by=by, db=db))
 
 
-@app.command()
+@app.command(epilog=_exits("rolled back"))
 def rollback(
     release_id: Annotated[str | None, typer.Argument(help="Release to go back to [default: the previously "
                                                           "promoted one].")] = None,
@@ -487,7 +506,7 @@ def watch(
 # ---- end: release decision ----
 
 # ---- area: service (serve, token) -- issue 8 ----
-@app.command()
+@app.command(epilog=_exits("stopped cleanly"))
 def serve(
     root: Annotated[list[Path] | None, typer.Option("--root", help="Directory whose datasets, contracts and "
                                                                    "scorecards the service may read (repeat).")]
@@ -531,7 +550,7 @@ _TOKEN_URL = typer.Option("--url", envvar="GATE_URL", show_envvar=False,
                                "admin token in GATE_TOKEN [env GATE_URL].")
 
 
-@token_app.command("create")
+@token_app.command("create", epilog=_exits("created"))
 def token_create(
     role: Annotated[TokenRole, typer.Option("--role", help="ci: submit checks; evaluator: run scores; "
                                                            "release-manager: promote and roll back; viewer: read; "
@@ -546,7 +565,7 @@ def token_create(
     raise typer.Exit(run(name=name, role=role.value, db=db, url=url))
 
 
-@token_app.command("revoke")
+@token_app.command("revoke", epilog=_exits("revoked"))
 def token_revoke(
     name: Annotated[str, typer.Argument(help="The token's name.")],
     db: Annotated[str | None, _TOKEN_DB] = None,
@@ -558,7 +577,7 @@ def token_revoke(
     raise typer.Exit(run(name=name, db=db, url=url))
 
 
-@token_app.command("list")
+@token_app.command("list", epilog=_exits("listed"))
 def token_list(
     db: Annotated[str | None, _TOKEN_DB] = None,
     url: Annotated[str | None, _TOKEN_URL] = None,
@@ -570,7 +589,7 @@ def token_list(
 # ---- end: service ----
 
 # ---- area: dashboard / report html -- issue 8 ----
-@app.command("report-html")
+@app.command("report-html", epilog=_exits("written"))
 def report_html(
     release: Annotated[str, typer.Argument(help="Release id (from the record).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for index.html and plotly.min.js (written "
@@ -583,7 +602,7 @@ def report_html(
     raise typer.Exit(run_report_html(release_id=release, out=str(out), db=db))
 
 
-@app.command()
+@app.command(epilog=_exits("stopped cleanly"))
 def dashboard(
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -603,7 +622,7 @@ index_app = typer.Typer(help="The per-dataset index behind `gate check --base RE
 app.add_typer(index_app, name="index")
 
 
-@index_app.command("build")
+@index_app.command("build", epilog=_exits("built"))
 def index_build(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory or JSON Lines file (read only).")],
     contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (text roles, near-dup "

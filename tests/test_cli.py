@@ -146,3 +146,95 @@ def test_a_50_mb_row_is_a_length_finding_not_a_crash(tmp_path):
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert [(f["check"], f["row"], f["rule"]) for f in report["findings"]] == [("length", 1, "length.row_chars")]
 
+
+
+# Exit codes each command can return, read off its code (gate/commands/*, gate/errors.ExitCode); 1 and 2 always.
+COMMAND_EXITS = {
+    "check": {0, 100}, "split": {0, 100}, "scrub": {0}, "export": {0}, "score": {0, 100}, "demo": {0},
+    "train": {0}, "plan": {0}, "probe": {0, 100}, "decide": {0, 100}, "release create": {0}, "release list": {0},
+    "release show": {0}, "promote": {0, 100}, "rollback": {0}, "watch": {0, 100}, "serve": {0},
+    "token create": {0}, "token revoke": {0}, "token list": {0}, "report-html": {0}, "dashboard": {0},
+    "index build": {0},
+}
+
+
+def _leaf_commands():
+    import typer
+
+    from gate.cli import app
+
+    def walk(group, prefix):
+        for name, cmd in sorted(group.commands.items()):
+            if hasattr(cmd, "commands"):
+                yield from walk(cmd, (*prefix, name))
+            else:
+                yield (*prefix, name)
+
+    return list(walk(typer.main.get_command(app), ()))
+
+
+def _stated_exits(text: str) -> dict[int, str]:
+    """code -> meaning from every 'Exit codes: ...' statement in a help text (parentheses may hold commas)."""
+    import re
+
+    flat = " ".join(text.split())
+    out: dict[int, str] = {}
+    for stmt in re.findall(r"Exit codes: (.*?\.)(?:\s|$)", flat):
+        depth, part, parts = 0, "", []
+        for ch in stmt.rstrip("."):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                parts.append(part.strip())
+                part = ""
+            else:
+                part += ch
+        parts.append(part.strip())
+        for p in parts:
+            m = re.match(r"(\d+) (.+)", p)
+            assert m, f"unreadable exit code statement: {p!r} in {stmt!r}"
+            code = int(m.group(1))
+            assert out.get(code, m.group(2)) == m.group(2), f"exit {code} stated twice, differently"
+            out[code] = m.group(2)
+    return out
+
+
+def test_every_command_help_states_its_exit_codes_correctly():
+    """`gate score --help` said "exit 0 complete, 1 incomplete" while BLOCK returns 100. Every command's help now
+    ends with the codes it can return; 100 always means the gate failed (BLOCK, a failed check, a refusal), 1 that
+    it could not run, 2 a usage error, and no other sentence of the help names a code outside that set."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from gate.cli import app
+
+    leaves = {" ".join(c) for c in _leaf_commands()}
+    assert leaves == set(COMMAND_EXITS), leaves ^ set(COMMAND_EXITS)
+    runner = CliRunner()
+    for name, expected in COMMAND_EXITS.items():
+        res = runner.invoke(app, [*name.split(), "--help"], terminal_width=100)
+        assert res.exit_code == 0, (name, res.output)
+        stated = _stated_exits(res.output)
+        assert set(stated) == expected | {1, 2}, (name, stated)
+        assert stated[2] == "usage error", (name, stated)
+        if name != "demo":  # the demo's 1 is "a step did not behave as designed" (its own design check)
+            assert "could not run" in stated[1], (name, stated)
+        if 100 in stated:
+            assert not stated[100].startswith(("could not", "incomplete")), (name, stated)
+        flat = " ".join(res.output.split())
+        for m in re.finditer(r"\bexit (\d+)", flat):
+            assert int(m.group(1)) in stated, (name, m.group(0))
+    root = runner.invoke(app, ["--help"], terminal_width=100)
+    assert _stated_exits(root.output) == {0: "pass", 100: "gate failed", 1: "the gate could not run",
+                                          2: "usage error"}
+
+
+def test_score_help_matches_what_score_returns_on_block():
+    """The statement is checked against behaviour in tests/test_decide_score.py (BLOCK exits 100); here the help
+    names that code for BLOCK and no longer calls 1 the only failure."""
+    from typer.testing import CliRunner
+
+    from gate.cli import app
+
+    stated = _stated_exits(CliRunner().invoke(app, ["score", "--help"], terminal_width=100).output)
+    assert stated[100].startswith("BLOCK") and "incomplete" in stated[1]

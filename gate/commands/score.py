@@ -1,4 +1,5 @@
-"""`gate score`: run candidate (and baseline) over a scorecard, record, report; exit 0 complete, 1 incomplete.
+"""`gate score`: run candidate (and baseline) over a scorecard, record, report, then decide on the scorecard's
+gates: exit 0 PROMOTE (or the baseline-only target check), 100 BLOCK, 1 could not run or incomplete.
 
 The response cache lives in the same DuckDB file as the record: one file to keep, move or archive with the runs it
 explains, and resuming needs nothing but the same `--db`. Writes to it are sequential short-lived connections, so
