@@ -37,13 +37,69 @@ def repo_root(path: Path) -> Path:
         raise GateError("not inside a git work tree (--changed-since needs one)", file=str(path)) from None
 
 
-def changed_files(ref: str, root: Path) -> list[Path]:
-    """Absolute paths added, modified, deleted or renamed since the merge-base of `ref` and HEAD, committed or not."""
+def merge_base(ref: str, root: Path) -> str:
+    """The commit a pull request left `ref` at: what "changed since REF" and "existing at REF" are relative to."""
     try:
-        base = _git(["merge-base", ref, "HEAD"], root).strip()
+        return _git(["merge-base", ref, "HEAD"], root).strip()
     except GateError:
         raise GateError(f"unknown git ref {ref!r}, or no common history with HEAD (in CI, check out with full "
                         "history: fetch-depth 0, and fetch the target branch)", file=str(root)) from None
+
+
+def changed_files(ref: str, root: Path) -> list[Path]:
+    """Absolute paths added, modified, deleted or renamed since the merge-base of `ref` and HEAD, committed or not."""
+    base = merge_base(ref, root)
     names = set(_git(["diff", "--name-only", "-z", base], root).split("\0"))
     names |= set(_git(["ls-files", "--others", "--exclude-standard", "-z"], root).split("\0"))
     return sorted(root / n for n in names if n)
+
+
+def export_at(commit: str, root: Path, paths: list[Path], dest: Path) -> list[Path]:
+    """Writes the files and directories `paths` (absolute, inside `root`) as they are at `commit` under `dest`,
+    at the same relative places; returns those that existed there. Read from git's objects (`git archive`), so the
+    work tree and the index are never touched; the tar is extracted with tarfile's `data` filter (no absolute
+    paths, links out of `dest` or device files, whatever the repository holds)."""
+    import tarfile
+
+    rels = []
+    for p in paths:
+        try:
+            rel = p.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            continue
+        if rel and _git(["ls-tree", "--name-only", commit, "--", rel], root).strip():
+            rels.append(rel)
+    if not rels:
+        return []
+    dest.mkdir(parents=True, exist_ok=True)
+    try:  # streamed: a gigabyte split is never held in memory
+        proc = subprocess.Popen(["git", "archive", "--format=tar", commit, "--", *rels], cwd=root,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError:
+        raise GateError("git is not installed; --changed-since needs it") from None
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            tar.extractall(dest, filter="data")
+    except tarfile.TarError as exc:
+        proc.kill()
+        raise GateError(f"git archive: unreadable output ({exc})", file=str(root)) from None
+    finally:
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.wait()
+    if proc.returncode != 0:
+        msg = (err.decode("utf-8", "replace").strip().splitlines() or ["git archive failed"])[-1]
+        raise GateError(f"git archive: {msg}", file=str(root))
+    return [root.resolve() / r for r in rels]
+
+
+def files_under(root: Path, under: Path) -> list[Path]:
+    """Absolute paths of the files git sees under `under` (tracked, or untracked and not ignored): the same view of
+    the work tree as `changed_files`, so an ignored cache or index folder is never taken for a dataset."""
+    try:
+        rel = under.resolve().relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return []
+    names = set(_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel], root).split("\0"))
+    return sorted(root / n for n in names if n and (root / n).is_file())

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import CONTRACTS, run_gate, triage_row, write_jsonl
+from tests.conftest import CONTRACTS, gate_inprocess, run_gate, triage_row, write_jsonl
 
 CHECKS = ("--checks", "exact_duplicate", "--no-db")
 
@@ -85,3 +85,95 @@ def test_bad_ref_and_no_repository_are_one_line_exit_1(repo, tmp_path_factory):
     res = run_gate("check", "data", "-c", str(CONTRACTS / "triage.yaml"), "--changed-since", "main", *CHECKS,
                    cwd=bare, env={"GIT_CEILING_DIRECTORIES": str(bare.parent)})
     assert res.returncode == 1 and "not inside a git work tree" in res.stderr
+
+
+# ---- issue 15 items 5 and 6: a contract-only change is checked; every finding is new or existing ----------------
+
+LONG = "my phone screen stays black after the latest update and restarting the handset does not bring the app back"
+
+
+@pytest.fixture
+def own_contract_repo(tmp_path):
+    """A repository with its own contract and evaluation set beside the data (as a team keeps them)."""
+    text = (CONTRACTS / "triage.yaml").read_text().replace("../scorecards/suites/triage-heldout.jsonl",
+                                                              "../evals/heldout.jsonl")
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "triage.yaml").write_text(text)
+    write_jsonl(tmp_path / "evals" / "heldout.jsonl", [{"id": "h1", "prompt": "where is my parcel number 77"}])
+    rows = _rows(10)
+    rows[4] = triage_row(4, LONG)
+    write_jsonl(tmp_path / "data" / "train.jsonl", rows)
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "base")
+    _git(tmp_path, "checkout", "-q", "-b", "pr")
+    return tmp_path
+
+
+def _own(repo, *checks, extra=()):
+    return gate_inprocess("check", str(repo / "data"), "-c", str(repo / "contracts" / "triage.yaml"), "-o",
+                          str(repo / "rep"), "--changed-since", "main", "--checks", ",".join(checks), "--no-db",
+                          *extra)
+
+
+def test_a_contract_only_change_checks_every_dataset_it_governs(own_contract_repo):
+    repo = own_contract_repo
+    contract = repo / "contracts" / "triage.yaml"
+    contract.write_text(contract.read_text().replace("sources: [email, chat, web_form, phone]", "sources: [chat]"))
+    _git(repo, "commit", "-q", "-am", "tighten sources")
+    code, out = _own(repo, "contract")
+    assert code == 100, out
+    report = json.loads((repo / "rep" / "report.json").read_text())
+    found = [f for f in report["findings"] if f["check"] == "contract"]
+    assert len(found) == 10 and {f["novelty"] for f in found} == {"new"}  # the old contract allowed them
+    md = (repo / "rep" / "report.md").read_text()
+    assert "Checked because `contracts/triage.yaml` changed since `main`." in md
+    assert "**10 new** finding(s), 0 existing" in md
+
+
+def test_a_changed_evaluation_set_checks_the_datasets_compared_with_it(own_contract_repo):
+    repo = own_contract_repo
+    write_jsonl(repo / "evals" / "heldout.jsonl", [{"id": "h1", "prompt": "where is my parcel number 77"},
+                                                    {"id": "h2", "prompt": LONG}])
+    _git(repo, "commit", "-q", "-am", "a held-out item that train already holds")
+    code, out = _own(repo, "contamination")
+    assert code == 100, out
+    report = json.loads((repo / "rep" / "report.json").read_text())
+    hits = [f for f in report["findings"] if f["check"] == "contamination"]
+    assert [(f["row"], f["novelty"]) for f in hits] == [(5, "new")]
+    assert "`evals/heldout.jsonl` changed since `main`" in (repo / "rep" / "report.md").read_text()
+
+
+def test_existing_findings_are_marked_listed_after_new_ones_and_fail_only_when_asked(own_contract_repo):
+    repo = own_contract_repo
+    rows = [json.loads(line) for line in (repo / "data" / "train.jsonl").read_text().splitlines()]
+    old_dup = {**rows[1], "id": "tri-000500"}
+    write_jsonl(repo / "data" / "train.jsonl", [*rows, old_dup])
+    _git(repo, "commit", "-q", "-am", "a duplicate, on the target branch already")
+    _git(repo, "branch", "-f", "main")
+    # the pull request: a clean row inserted at the top (every line moves), nothing else
+    write_jsonl(repo / "data" / "train.jsonl", [triage_row(70, "a fresh ticket about a dead keyboard"), *rows,
+                                                 old_dup])
+    _git(repo, "commit", "-q", "-am", "one new clean row")
+    code, out = _own(repo, "exact_duplicate")
+    assert code == 0, out  # the old duplicate does not fail an unrelated change ...
+    report = json.loads((repo / "rep" / "report.json").read_text())
+    assert [(f["row"], f["novelty"]) for f in report["findings"]] == [(12, "existing")]
+    check = next(c for c in report["checks"] if c["name"] == "exact_duplicate")
+    assert check["status"] == "warn" and check["counts"]["existing_findings"] == 1
+    assert "failed on `main` already" in check["summary"]
+    md = (repo / "rep" / "report.md").read_text()
+    assert "**0 new** finding(s), 1 existing" in md and "| existing | train | 12 |" in md
+    code, out = _own(repo, "exact_duplicate", extra=("--fail-on-existing",))
+    assert code == 100, out  # ... unless asked
+    # a new duplicate: it fails the change, and is listed before the old one
+    more = {**rows[6], "id": "tri-000600"}
+    write_jsonl(repo / "data" / "train.jsonl", [triage_row(70, "a fresh ticket about a dead keyboard"), *rows,
+                                                 old_dup, more])
+    _git(repo, "commit", "-q", "-am", "and a new duplicate")
+    code, out = _own(repo, "exact_duplicate")
+    assert code == 100, out
+    report = json.loads((repo / "rep" / "report.json").read_text())
+    assert [(f["row"], f["novelty"]) for f in report["findings"]] == [(13, "new"), (12, "existing")]
+    md = (repo / "rep" / "report.md").read_text()
+    assert md.index("| **new** | train | 13 |") < md.index("| existing | train | 12 |")

@@ -1,5 +1,10 @@
 """`gate check --changed-since REF`: check only the datasets a change touches; a change without data passes.
 
+A change to the contract, or to a file it reads (an evaluation set named in `evaluation_sets`, a local tokenizer),
+is a change to every dataset it checks: they are all checked, their rows changed or not. Every finding says
+whether it is new or was already there at REF (gate.data.novelty); existing ones fail only with
+`--fail-on-existing`.
+
 Why whole datasets and not just the changed files: leakage and duplicate checks compare splits with each other, so
 a changed `train.jsonl` is checked together with the `val`/`test` files beside it. A change that touches no dataset
 file passes at once with a report that says so, so the pull-request comment is never empty or misleading.
@@ -7,6 +12,7 @@ file passes at once with a report that says so, so the pull-request comment is n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,7 +22,7 @@ from xml.sax.saxutils import escape
 from gate.errors import ExitCode
 from gate.io.atomic import atomic_dir
 from gate.io.dataset import DATA_SUFFIXES, is_dataset_file
-from gate.vcs import changed_files, repo_root
+from gate.vcs import changed_files, files_under, merge_base, repo_root
 
 
 def dataset_units(dataset: Path, changed: list[Path]) -> list[Path]:
@@ -71,12 +77,14 @@ def _write_nothing_changed(report_dir: str, dataset: str, ref: str) -> str:
     return md
 
 
-def _combine(report_dir: Path, parts: list[tuple[str, int]], ref: str) -> None:
+def _combine(report_dir: Path, parts: list[tuple[str, int]], ref: str, why: str = "") -> None:
     """One report.md / report.json / junit.xml over several checked datasets, beside their own sub-reports."""
     import xml.etree.ElementTree as ET
 
     failed = any(code == ExitCode.GATE_FAILED for _, code in parts)
     md = [f"## gate check: {'❌ FAIL' if failed else '✅ PASS'} ({len(parts)} datasets changed since `{ref}`)\n"]
+    if why.startswith("checked because"):
+        md.append(f"\nEvery dataset was {why}.\n")
     suites = ET.Element("testsuites", name="gate check")
     units = []
     for slug, code in parts:
@@ -93,28 +101,60 @@ def _combine(report_dir: Path, parts: list[tuple[str, int]], ref: str) -> None:
                                                        indent=2) + "\n", encoding="utf-8")
 
 
+def _contract_changed(contract_path: str, tokenizer: str | None, changed: list[Path]) -> list[Path]:
+    """The contract's inputs (itself, its evaluation sets, a local tokenizer) that this change touches."""
+    from gate.contract import load_contract
+    from gate.contract.model import TokenizerRef
+    from gate.data.novelty import contract_inputs
+
+    contract = load_contract(contract_path)
+    if tokenizer:
+        contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
+    return [p for p in contract_inputs(contract) if any(f == p or p in f.parents for f in changed)]
+
+
 def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir: str, checks: list[str] | None,
                       db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
-                      quiet: bool, tokenizer: str | None) -> int:
+                      quiet: bool, tokenizer: str | None, fail_on_existing: bool = False) -> int:
+    """Checks the datasets the change touches, each against its own check at the merge-base with `ref` (every
+    finding new or existing, gate.data.novelty); a change to the contract or what it reads checks them all."""
     from gate.commands.check import run_check_command
+    from gate.contract import load_contract
+    from gate.data.novelty import check_at_base
 
     ds = Path(dataset)
     root = repo_root(ds)
-    units = dataset_units(ds.resolve() if ds.exists() else ds.absolute(), changed_files(ref, root))
+    target = ds.resolve() if ds.exists() else ds.absolute()
+    commit = merge_base(ref, root)
+    changed = changed_files(ref, root)
+    units = dataset_units(target, changed)
+    why = f"changed since `{ref}`"
+    touched = _contract_changed(contract_path, tokenizer, changed)
+    if touched:  # the verdict on every dataset the contract checks may have changed, its rows or not
+        units = dataset_units(target, files_under(root, target) if target.is_dir() else [target])
+        names = ", ".join(f"`{p.relative_to(root) if p.is_relative_to(root) else p.name}`" for p in touched)
+        why = f"checked because {names} changed since `{ref}`"
     if not units:
         _write_nothing_changed(report_dir, dataset, ref)
         print(f"PASS no dataset files under {dataset} changed since {ref}; nothing to check → {report_dir}/report.md")
         return int(ExitCode.PASS)
+    current = load_contract(contract_path)
     common = dict(contract_path=contract_path, checks=checks, db=db, record=record, workers=workers,
-                  fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer)
+                  fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer,
+                  fail_on_existing=fail_on_existing)
+
+    def one(unit: Path, out: str) -> int:
+        base = check_at_base(unit, contract_path, ref=ref, root=root, commit=commit, current=current, checks=checks,
+                             workers=workers, tokenizer=tokenizer)
+        base.why = why
+        return run_check_command(dataset=str(unit), report_dir=out, base_check=base, **common)  # type: ignore[arg-type]
+
     if len(units) == 1:
-        return run_check_command(dataset=str(units[0]), report_dir=report_dir, **common)  # type: ignore[arg-type]
+        return one(units[0], report_dir)
     parts: list[tuple[str, int]] = []
-    base = ds.resolve()
     with atomic_dir(report_dir) as tmp:
         for unit in units:
-            slug = _slug(unit, base)
-            parts.append((slug, run_check_command(dataset=str(unit), report_dir=str(tmp / slug),
-                                                  **common)))  # type: ignore[arg-type]
-        _combine(tmp, parts, ref)
+            slug = _slug(unit, target)
+            parts.append((slug, one(unit, str(tmp / slug))))
+        _combine(tmp, parts, ref, why)
     return max(code for _, code in parts)

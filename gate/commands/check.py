@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
 from gate.contract import load_contract
 from gate.contract.model import TokenizerRef
@@ -14,7 +15,9 @@ from gate.errors import ExitCode
 def exit_code_for(run: CheckRun, fail_on: str = "error") -> int:
     if fail_on == "never":
         return ExitCode.PASS
-    statuses = {r.status for r in run.results}
+    # a check that failed on the pull request's base already, with nothing new, is a warning that never fails the
+    # change (gate.data.novelty); `--fail-on-existing` keeps it a failure
+    statuses = {r.status for r in run.results if not r.details.get("existing_only")}
     if "fail" in statuses or (fail_on == "warning" and "warn" in statuses):
         return ExitCode.GATE_FAILED
     return ExitCode.PASS
@@ -23,8 +26,12 @@ def exit_code_for(run: CheckRun, fail_on: str = "error") -> int:
 def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None, db: str | None,
                   record: bool, workers: int | None, fail_on: str, max_examples: int, tokenizer: str | None = None,
                   progress: bool | None = None, engine: str = "local", address: str | None = None,
-                  base: str | None = None, index: str | None = None) -> tuple[CheckRun, int]:
-    """The core of `gate check` without any terminal output: the CLI and the service's jobs both run this."""
+                  base: str | None = None, index: str | None = None, base_check: Any = None,
+                  fail_on_existing: bool = False) -> tuple[CheckRun, int]:
+    """The core of `gate check` without any terminal output: the CLI and the service's jobs both run this.
+
+    `base_check` (a gate.data.novelty.BaseCheck, in a pull-request run): every finding is marked new or existing
+    against it before the verdict, the reports and the record."""
     from gate.report.check_report import write_reports
 
     contract = load_contract(contract_path)
@@ -37,6 +44,10 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     else:
         run = run_checks(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
                          address=address)
+    if base_check is not None:
+        from gate.data.novelty import mark
+
+        mark(run, base_check, fail_on_existing=fail_on_existing)
     code = exit_code_for(run, fail_on)
     write_reports(run, report_dir, max_examples)
     if record:
@@ -51,7 +62,7 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
                       db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
                       quiet: bool, tokenizer: str | None = None, changed_since: str | None = None,
                       engine: str = "local", address: str | None = None, base: str | None = None,
-                      index: str | None = None) -> int:
+                      index: str | None = None, base_check: Any = None, fail_on_existing: bool = False) -> int:
     from gate.report.check_report import github_annotations
 
     if changed_since is not None:
@@ -59,7 +70,8 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
 
         return run_changed_check(dataset=dataset, ref=changed_since, contract_path=contract_path,
                                  report_dir=report_dir, checks=checks, db=db, record=record, workers=workers,
-                                 fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer)
+                                 fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer,
+                                 fail_on_existing=fail_on_existing)
     if os.environ.get("GATE_URL"):  # a shared service is the writer: submit the check there and wait for it
         from gate.service.client import remote_check
 
@@ -67,7 +79,8 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
                             fail_on=fail_on, quiet=quiet)
     run, code = check_dataset(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,
                               db=db, record=record, workers=workers, fail_on=fail_on, max_examples=max_examples,
-                              tokenizer=tokenizer, engine=engine, address=address, base=base, index=index)
+                              tokenizer=tokenizer, engine=engine, address=address, base=base, index=index,
+                              base_check=base_check, fail_on_existing=fail_on_existing)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(run):
             print(line)

@@ -25,9 +25,10 @@ def _split_rank(run: CheckRun) -> dict[str, int]:
 
 
 def sorted_findings(run: CheckRun, res: CheckResult) -> list[Finding]:
+    """In file order; in a pull-request run the new findings first (gate.data.novelty), then the existing ones."""
     rank = _split_rank(run)
-    return sorted(res.findings, key=lambda f: (rank.get(f.split, -1), f.row if f.row is not None else -1,
-                                               f.field or "", f.rule))
+    return sorted(res.findings, key=lambda f: (f.novelty == "existing", rank.get(f.split, -1),
+                                               f.row if f.row is not None else -1, f.field or "", f.rule))
 
 
 def to_json(run: CheckRun) -> dict[str, Any]:
@@ -60,6 +61,13 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
                  f"fingerprint `{run.fingerprint[:12]}`, contract `{run.contract.sha256[:12]}`).")
     if failed:
         lines.append(f"Failed checks: {', '.join(f'`{n}`' for n in failed)}.")
+    novelty = run.options.get("novelty")
+    if novelty:  # a pull-request run: what it adds, and what was there at its base already
+        policy = "fail too" if novelty.get("fail_on_existing") else "do not fail the change (`--fail-on-existing`)"
+        lines.append(f"Against `{novelty['ref']}` (`{novelty['base_commit'][:12]}`): **{novelty['new']:,} new** "
+                     f"finding(s), {novelty['existing']:,} existing; existing ones {policy}."
+                     + (f" {_md(novelty['why'])[0].upper()}{_md(novelty['why'])[1:]}." if novelty.get("why") else "")
+                     + (f" Note: {_md(novelty['note'])}." if novelty.get("note") else ""))
     lines += ["", "| check | status | scanned | flagged rows | findings | summary |", "|---|---|---:|---:|---:|---|"]
     for r in run.results:
         lines.append(f"| `{r.name}` | {STATUS_ICON.get(r.status, '')} {r.status} | {r.counts.get('scanned', 0):,} | "
@@ -79,10 +87,12 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
         shown = sorted_findings(run, r)[:max_examples]
         lines += ["", f"### `{r.name}`: {len(r.findings)} finding(s)"
                   + (f", first {len(shown)}" if len(shown) < len(r.findings) else ""), "",
-                  "| split | row | id | field | rule | message | snippet (redacted) |",
-                  "|---|---:|---|---|---|---|---|"]
+                  "| " + ("since base | " if novelty else "") + "split | row | id | field | rule | message | "
+                  "snippet (redacted) |", "|" + ("---|" if novelty else "") + "---|---:|---|---|---|---|---|"]
         for f in shown:
-            lines.append(f"| {f.split} | {f.row if f.row is not None else '–'} | {_md(f.row_id or '')} | "
+            lines.append("| " + (f"**{f.novelty}** | " if novelty and f.novelty == "new" else
+                                 f"{f.novelty} | " if novelty else "")
+                         + f"{f.split} | {f.row if f.row is not None else '–'} | {_md(f.row_id or '')} | "
                          f"`{_md(f.field or '')}` | `{f.rule}` | {_md(f.message)} | {_md(f.snippet or '')} |")
     lines += ["", f"<sub>gate {run.gate_version} · run `{run.run_id}` · {run.seconds:.1f} s</sub>", ""]
     return "\n".join(lines)
