@@ -217,6 +217,8 @@ def score(
                                                             help="--engine url: pinned hash of the baseline.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight per server "
                                                                          "(--engine url / vllm / sglang).")] = 8,
+    strict: Annotated[bool, typer.Option("--strict", help="Scorecard warnings (e.g. a gold alternative outside "
+                                                          "the tool's schema) are errors: exit 1.")] = False,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard, then decide on its gates (rerun resumes from the cache)."""
     from gate.commands.score import run_score_command
@@ -226,7 +228,8 @@ def score(
                                        epoch=epoch, limit=limit, tool_parser=tool_parser,
                                        reasoning_parser=reasoning_parser, baseline_adapter=baseline_adapter,
                                        chat_template=chat_template, model_hash=model_hash,
-                                       baseline_model_hash=baseline_model_hash, concurrency=concurrency))
+                                       baseline_model_hash=baseline_model_hash, concurrency=concurrency,
+                                       strict=strict))
 
 
 @app.command(epilog=_exits("the loop ran as designed (release A promoted, B blocked)", None,

@@ -21,13 +21,13 @@ def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | No
                       limit: int | None, quiet: bool = False, tool_parser: str | None = None,
                       reasoning_parser: str | None = None, baseline_adapter: str | None = None,
                       chat_template: str | None = None, model_hash: str | None = None,
-                      baseline_model_hash: str | None = None, concurrency: int = 8) -> int:
+                      baseline_model_hash: str | None = None, concurrency: int = 8, strict: bool = False) -> int:
     from gate.errors import GateError, InputError
     from gate.score.run import ModelSpec, build_engine, run_score, summary_rows, write_reports
     from gate.score.scorecard import load_scorecard
     from gate.store.db import db_path
 
-    scorecard = load_scorecard(scorecard_path)
+    scorecard = load_scorecard(scorecard_path, strict=strict)
     if chat_template and not Path(chat_template).is_file():
         raise InputError("chat template file not found", file=chat_template)
     if baseline_adapter and not baseline:

@@ -74,6 +74,8 @@ class Scorecard:
     gates: tuple[dict[str, Any], ...] = ()
     kind: str = "quality"
     rollback_triggers: tuple[dict[str, Any], ...] = ()
+    #: one-line problems that do not stop a run ("file:line: field: message"); `strict` loading refuses them
+    warnings: tuple[str, ...] = ()
 
     @property
     def suite_hashes(self) -> dict[str, str]:
@@ -149,12 +151,40 @@ def load_suite(path: str | Path, name: str = "") -> Suite:
     return Suite(name=name or p.stem, path=str(p), sha256=hashlib.sha256(raw).hexdigest(), items=tuple(items))
 
 
-def load_scorecard(path: str | Path, load_suites: bool = True) -> Scorecard:
-    """Reads, validates and resolves a scorecard (suites, contract references, scorer options)."""
-    return yamlio.guarded(lambda: _load_scorecard(Path(path), load_suites), path, ScorecardError)
+def load_scorecard(path: str | Path, load_suites: bool = True, strict: bool = False) -> Scorecard:
+    """Reads, validates and resolves a scorecard (suites, contract references, scorer options). Problems that leave
+    the scorecard usable but a number wrong (a gold alternative no answer can reach) are `warnings`, each logged as
+    one line on stderr; with `strict` the first of them is an error naming its file, line and field."""
+    return yamlio.guarded(lambda: _load_scorecard(Path(path), load_suites, strict), path, ScorecardError)
 
 
-def _load_scorecard(p: Path, load_suites: bool) -> Scorecard:
+def _gold_warnings(suites: list[Suite], specs: list[ScorerSpec], strict: bool) -> list[str]:
+    """Gold tool calls checked against the tool schemas the scorer validates answers with (issue 16 item 4)."""
+    out: list[str] = []
+    for spec in specs:
+        if spec.type != "tool_execution" or not spec.options.get("tools"):
+            continue
+        from gate.score.scorers.tools import gold_problems
+
+        for suite in suites:
+            if spec.suites is not None and suite.name not in spec.suites:
+                continue
+            for it in suite.items:
+                for fld, msg in gold_problems(spec.options["tools"], it.expected):
+                    err = InputError(f"item {it.id}: {msg}", file=suite.path, line=it.line, field=fld)
+                    if strict:
+                        raise err
+                    out.append(str(err))
+    if out:
+        import logging
+
+        log = logging.getLogger("gate.score.scorecard")
+        for w in out:
+            log.warning("gate: warning: %s", w)
+    return out
+
+
+def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scorecard:
     doc = yamlio.read(p, what="scorecard", error=ScorecardError)
     doc.validate(SCORECARD_SCHEMA)
     data, fail = doc.data, doc.fail
@@ -234,6 +264,8 @@ def _load_scorecard(p: Path, load_suites: bool) -> Scorecard:
                                 contract_part, [*where, "options"])
         specs.append(ScorerSpec(s["name"], s["type"], opts, tuple(s["suites"]) if "suites" in s else None))
 
+    warnings = _gold_warnings(suites, specs, strict)
+
     # gates: plain data for the release step; only references are checked
     for i, g in enumerate(data.get("gates") or []):
         if g["scorer"] not in snames:
@@ -268,7 +300,7 @@ def _load_scorecard(p: Path, load_suites: bool) -> Scorecard:
         tool_choice=prompt.get("tool_choice"), response_format=response_format,
         chat_template_kwargs=dict(prompt.get("chat_template_kwargs") or {}),
         gates=tuple(dict(g) for g in data.get("gates") or []), kind=data.get("kind", "quality"),
-        rollback_triggers=tuple(dict(t) for t in data.get("rollback_triggers") or []))
+        rollback_triggers=tuple(dict(t) for t in data.get("rollback_triggers") or []), warnings=tuple(warnings))
 
 
 def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str, Any]] | None, resolve: Any,

@@ -102,6 +102,55 @@ def _schema_error_kind(err: Any) -> str:
     return "bad_value"
 
 
+def gold_problems(tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | None,
+                  expected: Any) -> list[tuple[str, str]]:
+    """(field, message) for every gold value of an item that no call can ever match: an argument value or an
+    `acceptable` alternative the tool's schema refuses (outside an enum, wrong JSON type), an omittable ("") argument
+    the schema requires, a call to a tool the prompt does not offer. Checked when the scorecard is loaded, because at
+    scoring time such an alternative is silently unreachable."""
+    from gate.template.toolcalls import schemas_of
+
+    gold = expected.get("tool_calls") if isinstance(expected, dict) else None
+    if not isinstance(gold, list) or not tools:
+        return []
+    schemas = schemas_of(list(tools))
+    by_key = {tool_key(n): n for n in schemas}
+    cls = _strict_validator_class()
+    out: list[tuple[str, str]] = []
+    for i, call in enumerate(gold):
+        if not isinstance(call, dict):
+            continue
+        where = f"expected.tool_calls[{i}]"
+        name = str(call.get("name", ""))
+        declared = by_key.get(tool_key(name))
+        if declared is None:
+            out.append((f"{where}.name", f"tool {name!r} is not among the prompt's tools"))
+            continue
+        schema = schemas[declared]
+        v = cls(schema)
+        required = set(schema.get("required") or []) if isinstance(schema, dict) else set()
+        base = dict(call.get("arguments") or {}) if isinstance(call.get("arguments"), dict) else {}
+        options: list[tuple[str, str, Any]] = [(k, f"{where}.arguments.{k}", val) for k, val in base.items()]
+        acceptable = call.get("acceptable") if isinstance(call.get("acceptable"), dict) else {}
+        for k, alts in acceptable.items():
+            for j, alt in enumerate(alts if isinstance(alts, list) else [alts]):
+                field = f"{where}.acceptable.{k}[{j}]"
+                if alt == "":
+                    if k in required:
+                        out.append((field, f"'' (may be omitted) for {declared}.{k}, which the schema requires"))
+                    continue
+                options.append((k, field, alt))
+        for k, field, val in options:
+            errs = [e for e in v.iter_errors({**base, k: val}) if list(e.absolute_path)[:1] == [k]
+                    or (e.validator in ("additionalProperties", "unevaluatedProperties") and repr(k) in e.message)]
+            if errs:
+                from gate.report.redact import snippet
+
+                out.append((field, f"{snippet(val, 40)} for {declared}.{k} can never match: "
+                                   f"{errs[0].message[:120]}"))
+    return out
+
+
 class ToolExecution:
     """Options: `implementation` (path to a Python module with a `TOOLS` table and `initial_state()`; without
     it, execution is skipped), `normalize` (bfcl | basic | none), `text_formats` (raw-text parsers tried when the
