@@ -153,9 +153,10 @@ class YamlDoc:
     def validate(self, schema: dict[str, Any]) -> None:
         """Raises the first schema violation in file order; an unknown key names itself and the closest known one
         (`unknown key 'thresold' (did you mean 'thresholds'?)`)."""
-        from jsonschema import Draft202012Validator
+        from gate.contract.schemas import validator  # the one validator factory: nothing is ever retrieved
 
-        errors = sorted(Draft202012Validator(schema).iter_errors(self.data), key=lambda e: list(e.absolute_path))
+        errors = sorted(validator(schema, assert_formats=False).iter_errors(self.data),
+                        key=lambda e: list(e.absolute_path))
         if not errors:
             return
         err = errors[0]

@@ -15,10 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from gate import yamlio
+from gate.contract import schemas
 from gate.contract.meta import contract_schema
 from gate.errors import ContractError
 from gate.names import CHECK_NAMES
@@ -133,10 +131,11 @@ def _load_contract(p: Path) -> Contract:
             raise fail(f"invalid regular expression: {exc}", fpath) from None
 
     def check_schema(schema: dict[str, Any], fpath: list[Any]) -> None:
+        # the one gate for schemas from files: draft 2020-12, ECMA-262 patterns, no $ref outside the document
         try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            raise fail(f"invalid JSON Schema: {exc.message}", [*fpath, *exc.absolute_path]) from None
+            schemas.check_schema(schema)
+        except schemas.SchemaProblem as exc:
+            raise fail(exc.message, [*fpath, *exc.path]) from None
 
     fields = []
     for fname, spec in (data.get("fields") or {}).items():

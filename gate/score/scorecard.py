@@ -223,6 +223,15 @@ def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scoreca
     # prompt wrapper
     prompt = data.get("prompt") or {}
     tools: list[dict[str, Any]] | None = [dict(t) for t in prompt["tools"]] if "tools" in prompt else None
+    for j, t in enumerate(tools or []):  # the tool scorer validates calls against these: the same schema gate
+        params = (t.get("function") or {}).get("parameters") if isinstance(t.get("function"), dict) else None
+        if isinstance(params, dict):
+            from gate.contract.schemas import SchemaProblem, check_schema
+
+            try:
+                check_schema(params)
+            except SchemaProblem as exc:
+                raise fail(exc.message, ["prompt", "tools", j, "function", "parameters", *exc.path]) from None
     if prompt.get("tools_from_contract"):
         if tools is not None:
             raise fail("give tools or tools_from_contract, not both", ["prompt", "tools_from_contract"])
@@ -332,13 +341,13 @@ def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str,
             hint = difflib.get_close_matches(k, known, n=1)
             raise fail(f"unknown option '{k}' for {type_name}" + (f" (did you mean '{hint[0]}'?)" if hint else ""), k)
     if type_name == "format" and opts.get("schema") is not None:
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
+        from gate.contract.schemas import SchemaProblem, check_schema
 
-        try:
-            Draft202012Validator.check_schema(opts["schema"])
-        except SchemaError as exc:
-            raise fail(f"invalid JSON Schema: {exc.message}", "schema") from None
+        try:  # draft 2020-12, ECMA-262 patterns, no $ref outside the schema, formats with a checker
+            check_schema(opts["schema"], formats=opts.get("formats"))
+        except SchemaProblem as exc:
+            where = ".".join(map(str, exc.path))
+            raise fail(f"{exc.message}" + (f" (at {where})" if where else ""), "schema") from None
     if type_name == "refusal":
         import re
 

@@ -450,9 +450,9 @@ class Auditor:
             return False
         v = self._validators.get(name)
         if v is None:
-            from jsonschema import Draft202012Validator
+            from gate.contract.schemas import validator
 
-            v = self._validators[name] = Draft202012Validator(thaw(spec.parameters))
+            v = self._validators[name] = validator(thaw(spec.parameters), assert_formats=False)
         return bool(v.is_valid(args))
 
 
@@ -479,12 +479,11 @@ def _structure_check(contract: Contract | None) -> Any:
             return isinstance(msgs, list) and bool(msgs) and all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) for m in msgs)
         return ok
-    from jsonschema import Draft202012Validator
-
     from gate.contract.rows import fast_row_check, row_schema
+    from gate.contract.schemas import validator
 
     fast = fast_row_check(contract)
-    slow = Draft202012Validator(row_schema(contract))
+    slow = validator(row_schema(contract), assert_formats=False)
 
     def check(row: dict[str, Any]) -> bool:
         return bool(fast(row) or slow.is_valid(row))

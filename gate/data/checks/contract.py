@@ -15,9 +15,9 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
+from gate.contract import schemas
 from gate.contract.expectations import compile_rules, run_rules
 from gate.contract.meta import NO_OPTIONS
 from gate.contract.model import Contract, thaw
@@ -105,11 +105,12 @@ class ContractCheck(Check):
         self._columns = sorted({r.column for r in self._rules})
         types = {f.name: f.type for f in c.fields}
         self._column_types = [(k, types.get(k, "string")) for k in self._columns]
-        self._row_validator = Draft202012Validator(row_schema(c))
+        # every validator from gate.contract.schemas: no $ref retrieval, ECMA-262 patterns, installed formats
+        self._row_validator = schemas.validator(row_schema(c), assert_formats=False)
         self._row_fast_ok = fast_row_check(c)
-        self._output_validator = (Draft202012Validator(thaw(c.output_schema), format_checker=FormatChecker())
+        self._output_validator = (schemas.validator(thaw(c.output_schema))
                                   if c.output_schema is not None else None)
-        self._tools = {t.name: (Draft202012Validator(thaw(t.parameters), format_checker=FormatChecker()),
+        self._tools = {t.name: (schemas.validator(thaw(t.parameters)),
                                 t.required) for t in c.tools}
         self._row_tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                              "parameters": thaw(t.parameters)}} for t in c.tools]

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gate.report.redact import mask
 from gate.score.extract import flexible_json
 from gate.score.sandbox import Execution, Limits, run_calls
 from gate.score.types import Item, Score
@@ -169,12 +170,14 @@ class ToolExecution:
                  normalize: str = "bfcl", text_formats: list[str] | None = None, execute: bool = True,
                  compare: str = "both", limits: dict[str, Any] | None = None,
                  normalize_nested: bool = True) -> None:
+        from gate.contract.schemas import validator  # no $ref retrieval, ECMA-262 patterns
         from gate.template.toolcalls import schemas_of
 
         cls = _strict_validator_class()
         self.schemas = schemas_of(tools or [])
         self.names = {tool_key(n): n for n in self.schemas}  # normalised -> declared name
-        self.validators = {tool_key(n): cls(s, format_checker=cls.FORMAT_CHECKER) for n, s in self.schemas.items()}
+        self.declared_names = set(self.names) | set(self.names.values())
+        self.validators = {tool_key(n): validator(s, cls=cls) for n, s in self.schemas.items()}
         self.normalize_nested = normalize_nested
         self.implementation = Path(implementation) if implementation else None
         self.normalize = normalize
@@ -330,7 +333,9 @@ class ToolExecution:
             if error:
                 meta["error"] = error
             value["correct"] = float(error is None)
-            return Score(value, answer, explanation, meta)
+            # schema messages quote the model's values: masked like any model text, but the declared tool names
+            # (configuration, not personal data) stay readable in the record and the reports
+            return Score(value, answer, mask(explanation, self.declared_names), meta)
 
         if source == "failed":
             return done("parse_failure", why)

@@ -1,0 +1,241 @@
+"""The one place gate turns a JSON Schema it did not write into a validator.
+
+Schemas come from contracts, scorecards and datasets, i.e. from pull requests nobody has reviewed yet, so:
+
+- **No retrieval.** jsonschema's default registry fetches any `$ref` it cannot resolve over HTTP (deprecated,
+  no timeout): a `$ref` to a server that never answers hangs `gate check`, and a dataset PR can make CI fetch
+  any URL. Every validator here gets a `referencing.Registry` whose `retrieve` refuses; only references inside
+  the document itself (JSON pointers, `$anchor`, embedded `$id` resources) and the JSON Schema meta-schemas
+  (bundled by jsonschema-specifications) resolve. `check_schema` walks every `$ref`/`$dynamicRef` at load time
+  so a reference that would be refused is one line naming the file, the place and the ref, before any row is read.
+- **ECMA-262 regular expressions.** JSON Schema's `pattern`, `patternProperties` and `format: regex` are
+  ECMA-262; Python's `re` differs (`\\p{Letter}` does not compile, `$` matches before a trailing newline, `\\d`
+  matches any Unicode digit). They run on `regress` (the Rust ECMA-262 engine); a pattern it cannot compile is
+  refused at load.
+- **Formats asserted on purpose.** `format` is an annotation unless a checker asserts it; `format_checker`
+  asserts exactly the listed formats that have a checker (default: every one installed), and
+  `available_formats` says which those are, so a caller can say what is not asserted.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+#: keywords of draft 2020-12 (and the older spellings jsonschema still applies) whose value is a subschema,
+#: a list of subschemas or a mapping of names to subschemas: where `$ref`s and patterns are looked for
+_ONE = ("additionalProperties", "contains", "items", "not", "if", "then", "else", "propertyNames",
+        "unevaluatedItems", "unevaluatedProperties", "contentSchema", "additionalItems")
+_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+_MAP = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
+
+
+class SchemaProblem(Exception):
+    """A schema gate will not use; `path` is where in the schema (a JSON path the caller maps to a file line)."""
+
+    def __init__(self, message: str, path: Sequence[Any] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = list(path)
+
+
+def _refuse(uri: str) -> Any:
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)
+
+
+@functools.cache
+def registry() -> Any:
+    """The registry every validator gets: the bundled meta-schemas, nothing retrievable."""
+    from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+    from referencing import Registry
+
+    return SPECIFICATIONS.combine(Registry(retrieve=_refuse))  # type: ignore[call-arg]
+
+
+@functools.lru_cache(maxsize=4096)
+def ecma_regex(pattern: str) -> Any:
+    """A compiled ECMA-262 regex (unicode mode, as JSON Schema means); raises SchemaProblem if it is not one."""
+    import regress
+
+    try:
+        return regress.Regex(pattern, "u")
+    except regress.RegressError as exc:
+        raise SchemaProblem(f"invalid ECMA-262 regular expression {pattern[:60]!r} ({exc})") from None
+
+
+def _is_ecma_regex(instance: object) -> bool:
+    if not isinstance(instance, str):
+        return True
+    try:
+        ecma_regex(instance)
+    except SchemaProblem:
+        return False
+    return True
+
+
+def available_formats() -> list[str]:
+    """The draft 2020-12 formats a checker is installed for (jsonschema's own plus `jsonschema[format-nongpl]`)."""
+    from jsonschema import Draft202012Validator
+
+    return sorted(Draft202012Validator.FORMAT_CHECKER.checkers)
+
+
+def format_checker(formats: Iterable[str] | None = None) -> Any:
+    """A FormatChecker asserting exactly `formats` (None: every available one); `regex` is ECMA-262."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    known = Draft202012Validator.FORMAT_CHECKER.checkers
+    if formats is not None and (isinstance(formats, str) or not all(isinstance(f, str) for f in formats)):
+        raise SchemaProblem("formats must be a list of format names (e.g. [date-time, uri])")
+    wanted = list(known) if formats is None else list(formats)
+    unknown = [f for f in wanted if f not in known]
+    if unknown:
+        raise SchemaProblem(f"no checker for format(s) {unknown} (installed: {sorted(known)})")
+    checker = FormatChecker(formats=())
+    checker.checkers = {f: known[f] for f in wanted}
+    if "regex" in checker.checkers:
+        checker.checkers["regex"] = (_is_ecma_regex, ())
+    return checker
+
+
+def _ecma_keywords() -> dict[str, Any]:
+    """`pattern`, `patternProperties` and `additionalProperties` (which reads the patterns) on ECMA-262."""
+    from jsonschema import ValidationError
+
+    def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and ecma_regex(patrn).find(instance) is None:
+            yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    def pattern_properties(validator: Any, pprops: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        for patrn, subschema in pprops.items():
+            rx = ecma_regex(patrn)
+            for k, v in instance.items():
+                if rx.find(k) is not None:
+                    yield from validator.descend(v, subschema, path=k, schema_path=patrn)
+
+    def additional_properties(validator: Any, ap: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        props = schema.get("properties", {})
+        rxs = [ecma_regex(p) for p in schema.get("patternProperties", {})]
+        extras = [k for k in instance if k not in props and not any(r.find(k) is not None for r in rxs)]
+        if validator.is_type(ap, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], ap, path=extra)
+        elif not ap and extras:
+            yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, sorted(extras)))} "
+                                  f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+
+    return {"pattern": pattern, "patternProperties": pattern_properties,
+            "additionalProperties": additional_properties}
+
+
+@functools.lru_cache(maxsize=16)
+def _extended(base: Any) -> Any:
+    from jsonschema import validators
+
+    return validators.extend(base, validators=_ecma_keywords())
+
+
+def validator(schema: Any, *, formats: Iterable[str] | None = None, cls: Any = None, assert_formats: bool = True
+              ) -> Any:
+    """A validator for `schema` (draft 2020-12, or `cls`, a class extended from it) with the refusing registry,
+    ECMA-262 patterns and the format checker for `formats`. Call `check_schema` first on untrusted schemas."""
+    from jsonschema import Draft202012Validator
+
+    klass = _extended(cls or Draft202012Validator)
+    return klass(schema, registry=registry(),
+                 format_checker=format_checker(formats) if assert_formats else None)
+
+
+def check_schema(schema: Any, *, formats: Iterable[str] | None = None) -> None:
+    """Refuses, as a SchemaProblem with its place, a schema that is not valid draft 2020-12, whose patterns are
+    not ECMA-262, that references anything outside itself, or that lists a format without a checker."""
+    from jsonschema.exceptions import best_match
+
+    err = best_match(_meta_validator().iter_errors(schema))
+    if err is not None:
+        if err.validator == "format" and err.validator_value == "regex" and isinstance(err.instance, str):
+            _pattern_ok(err.instance, list(err.absolute_path), python_too=False)  # says why, as ECMA-262 sees it
+        raise SchemaProblem(f"invalid JSON Schema: {err.message}", list(err.absolute_path))
+    if formats is not None:
+        format_checker(formats)
+    if isinstance(schema, bool):
+        return
+    from referencing.jsonschema import DRAFT202012
+
+    root = DRAFT202012.create_resource(schema)
+    _walk(registry().resolver_with_root(root), schema, [], unevaluated=_has_key(schema, "unevaluatedProperties"))
+
+
+@functools.cache
+def _meta_validator() -> Any:
+    """Draft202012Validator.check_schema's validator, with `format: regex` (the meta-schema's for `pattern`) as
+    ECMA-262 rather than Python's re."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(Draft202012Validator.META_SCHEMA, registry=registry(),
+                                format_checker=format_checker(None))
+
+
+def _has_key(node: Any, key: str) -> bool:
+    if isinstance(node, dict):
+        return key in node or any(_has_key(v, key) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_key(v, key) for v in node)
+    return False
+
+
+def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool) -> None:
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    if not isinstance(node, dict):
+        return
+    if "$id" in node and path:
+        resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+    for kw in ("$ref", "$dynamicRef"):
+        ref = node.get(kw)
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                raise SchemaProblem(
+                    f"{kw} {ref[:120]!r} does not resolve inside this schema; gate never fetches a schema over the "
+                    "network or from files: put the definition under $defs", [*path, kw]) from None
+    if isinstance(node.get("pattern"), str):
+        _pattern_ok(node["pattern"], [*path, "pattern"], python_too=False)
+    for kw in _ONE:
+        if kw in node:
+            _walk(resolver, node[kw], [*path, kw], unevaluated)
+    for kw in _LIST:
+        if isinstance(node.get(kw), list):
+            for i, sub in enumerate(node[kw]):
+                _walk(resolver, sub, [*path, kw, i], unevaluated)
+    for kw in _MAP:
+        if isinstance(node.get(kw), dict):
+            for name, sub in node[kw].items():
+                if kw == "patternProperties":
+                    # unevaluatedProperties reads patternProperties through jsonschema's own (Python `re`) code
+                    _pattern_ok(name, [*path, kw, name], python_too=unevaluated)
+                _walk(resolver, sub, [*path, kw, name], unevaluated)
+
+
+def _pattern_ok(pattern: str, path: list[Any], python_too: bool) -> None:
+    try:
+        ecma_regex(pattern)
+    except SchemaProblem as exc:
+        raise SchemaProblem(exc.message, path) from None
+    if python_too:
+        try:
+            re.compile(pattern)
+        except re.error:
+            raise SchemaProblem(f"pattern {pattern[:60]!r} is ECMA-262 but not Python regex syntax, and "
+                                "unevaluatedProperties reads patternProperties with Python's re: rewrite it or "
+                                "drop unevaluatedProperties", path) from None
