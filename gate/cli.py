@@ -269,12 +269,15 @@ def train(
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="With --validate-with: exit 1 when any check was skipped "
+                                                          "or warned (e.g. a LoRA target that gets no adapter).")
+                      ] = False,
 ) -> None:
     """Train with a real trainer: plan, launch, stream metrics into DuckDB, collect the checkpoint with a manifest."""
     from gate.commands.train import run_train_command
 
     raise typer.Exit(run_train_command(spec_path=str(spec), runner=runner.value, dry_run=dry_run, db=db,
-                                       record=not no_db, validate_with=validate_with, quiet=quiet))
+                                       record=not no_db, validate_with=validate_with, quiet=quiet, strict=strict))
 
 
 class TrainMethod(StrEnum):

@@ -99,6 +99,41 @@ def test_swift_args_match_golden_and_use_4x_names(tmp_path):
     assert args[args.index("--gradient_accumulation_steps") + 1] == "8"  # 128 / (1 micro x 16 GPUs)
 
 
+def _arg(args, name):
+    return args[args.index(name) + 1]
+
+
+def test_swift_hf_backend_fixes(tmp_path):
+    """Each of these made a real ms-swift 4.6 run fail or train something else than the spec said."""
+    spec = load_spec(ROOT / "trainspecs" / "glm5-lora-swift.yaml")
+    args = swift_args(spec)
+    assert _arg(args, "--torch_dtype") == "bfloat16"  # the default, now from the spec's dtype
+    assert _arg(swift_args(dataclasses.replace(spec, dtype="float32")), "--torch_dtype") == "float32"  # CPU runs
+    # min_lr reaches the HF scheduler (plain cosine decays to 0)
+    assert _arg(args, "--lr_scheduler_type") == "cosine_with_min_lr"
+    assert json.loads(_arg(args, "--lr_scheduler_kwargs")) == {"min_lr": 1e-5}
+    assert _arg(swift_args(dataclasses.replace(spec, min_lr=0.0)), "--lr_scheduler_type") == "cosine"
+    # the best-checkpoint symlink only exists with an eval set (without one ms-swift crashes at the end)
+    assert _arg(args, "--create_checkpoint_symlink") == "true"
+    assert "--create_checkpoint_symlink" not in swift_args(dataclasses.replace(spec, val_files=()))
+    # 2 nodes x 8 GPUs: the model is sharded, not loaded whole on every rank
+    assert _arg(args, "--fsdp") == "fsdp2" and "--deepspeed" not in args
+    ds = dataclasses.replace(spec, runner_options={"ms-swift": {**spec.options("ms-swift"), "deepspeed": "zero3"}})
+    assert _arg(swift_args(ds), "--deepspeed") == "zero3" and "--fsdp" not in swift_args(ds)
+    one = dataclasses.replace(spec, parallelism=dataclasses.replace(spec.parallelism, nodes=1, gpus_per_node=1))
+    assert "--fsdp" not in swift_args(one) and "--deepspeed" not in swift_args(one)
+
+
+def test_megatron_uses_4x_names_and_a_complete_recompute(tmp_path):
+    spec = load_spec(ROOT / "trainspecs" / "glm5-lora-swift.yaml")
+    args = megatron_args(dataclasses.replace(spec, runner_options={"ms-swift": {"backend": "megatron"}}))
+    assert "--save_interval" not in args and "--log_interval" not in args  # no ms-swift 4.x accepts them
+    assert _arg(args, "--save_steps") == "50" and _arg(args, "--logging_steps") == "1"
+    # megatron-core 0.16 refuses recompute_granularity=full without a method and a layer count
+    assert (_arg(args, "--recompute_granularity"), _arg(args, "--recompute_method"),
+            _arg(args, "--recompute_num_layers")) == ("full", "uniform", "1")
+
+
 def test_megatron_args_match_golden(tmp_path):
     spec = load_spec(ROOT / "trainspecs" / "glm5-lora-swift.yaml")
     spec = dataclasses.replace(spec, runner_options={"ms-swift": {"backend": "megatron", "template": "glm4_7"}},
@@ -184,4 +219,38 @@ def test_ms_swift_own_parser_accepts_the_plan_and_rejects_3x_names(tmp_path):
     checks = " ".join(verdict["checks"])
     assert "swift sft arguments" in checks and "merge_lora" in checks and "dataset rows=300" in checks
     assert not bad["ok"] and "--train_type" in bad["error"]
+    # what was not checked says so: the hub model is not here, and this machine has no GPU for bf16
+    assert any("post-parse checks" in c and "zai-org/GLM-5" in c for c in verdict["skipped"]), verdict
+    # peft 0.20's MoE conversion, run for real on GLM-5's layout: the dense MLP and shared experts get no LoRA
+    assert "effective LoRA" in checks and "modules=['kv_a_proj_with_mqa', 'kv_b_proj', 'o_proj'" in checks
+    dropped = {w.split(":")[0] for w in verdict["warnings"]}
+    assert dropped == {"LoRA target gate_proj", "LoRA target up_proj", "LoRA target down_proj"}, verdict
+
+
+@pytest.mark.skipif(not SWIFT_PY.exists(), reason="ms-swift venv (.venv-swift) not installed")
+def test_validation_that_skipped_or_warned_is_not_called_validated_and_strict_fails(tmp_path):
+    """A local tiny GLM-5: ms-swift's SftArguments post-parse checks run (the model's config is here); bf16 cannot be
+    checked on a CPU machine and LoRA misses the dense MLP, so the CLI warns, and --strict exits 1."""
+    src = (ROOT / "trainspecs" / "glm5-lora-swift.yaml").read_text()
+    spec = tmp_path / "s.yaml"
+    model = ROOT / "fixtures" / "models" / "glm5-tiny"
+    import sys
+
+    sys.path.insert(0, str(ROOT / "fixtures"))
+    from build_glm_models import build
+
+    build()
+    spec.write_text(src.replace("../fixtures", str(ROOT / "fixtures")).replace(
+        "../.cache/runs/glm5-lora-swift", str(tmp_path / "run")).replace("path: zai-org/GLM-5", f"path: {model}"))
+    res = run_gate("train", str(spec), "--runner", "ms-swift", "--dry-run", "--validate-with", str(SWIFT_PY),
+                   timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "gate: warning: not validated: bfloat16 support" in res.stderr
+    assert "gate: warning: LoRA target gate_proj: 2 of 2 module(s) get no adapter" in res.stderr
+    assert "ok  SftArguments post-parse checks" in res.stdout
+    assert "partly validated (1 check(s) skipped)" in res.stdout and "\nvalidated" not in res.stdout
+    strict = run_gate("train", str(spec), "--runner", "ms-swift", "--dry-run", "--validate-with", str(SWIFT_PY),
+                      "--strict", timeout=600)
+    assert strict.returncode == 1 and "--strict: 1 check(s) skipped and 3 warning(s)" in strict.stderr
+    assert "Traceback" not in strict.stderr
 

@@ -45,7 +45,7 @@ def validate_plans(runner: str, plan_dirs: list[Path], python: str, timeout: flo
 
 
 def run_train_command(*, spec_path: str, runner: str, dry_run: bool, db: str | None, record: bool,
-                      validate_with: str | None, quiet: bool) -> int:
+                      validate_with: str | None, quiet: bool, strict: bool = False) -> int:
     from gate.report.console import make_console
     from gate.train.plan_launch import TrainFailed, launch, write_plan
     from gate.train.runners import get_runner
@@ -67,11 +67,20 @@ def run_train_command(*, spec_path: str, runner: str, dry_run: bool, db: str | N
             verdict = validate_plan(runner, plan_dir, validate_with)
             for c in verdict.get("checks", []):  # type: ignore[union-attr]
                 console.print(f"  ok  {c}", markup=False)
-            for c in verdict.get("skipped", []):  # type: ignore[union-attr]
-                console.print(f"  skipped  {c}", markup=False)
+            # what was not checked is not "validated": say so on stderr, and --strict makes it a failure
+            skipped = list(verdict.get("skipped", []))  # type: ignore[call-overload]
+            warned = list(verdict.get("warnings", []))  # type: ignore[call-overload]
+            for c in skipped:
+                print(f"gate: warning: not validated: {c}", file=sys.stderr)
+            for c in warned:
+                print(f"gate: warning: {c}", file=sys.stderr)
             if not verdict.get("ok"):
                 raise GateError(f"{runner} rejects the plan: {verdict.get('error')}", file=str(plan_dir))
-            console.print(f"validated with {runner}'s own parsers ({validate_with})", markup=False)
+            if strict and (skipped or warned):
+                raise GateError(f"--strict: {len(skipped)} check(s) skipped and {len(warned)} warning(s) "
+                                f"in {runner}'s validation", file=str(plan_dir))
+            what = "validated" if not skipped else f"partly validated ({len(skipped)} check(s) skipped)"
+            console.print(f"{what} with {runner}'s own parsers ({validate_with})", markup=False)
         return 0
     try:
         result = launch(spec, run, db=db, record=record)

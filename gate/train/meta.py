@@ -50,6 +50,8 @@ SPEC_SCHEMA: dict[str, Any] = {
             },
         },
         "sequence_length": _POS,
+        "dtype": {"enum": ["bfloat16", "float16", "float32"],
+                  "description": "training precision; float32 on CPU (bf16 needs a GPU in ms-swift)"},
         "batch": {
             "type": "object", "additionalProperties": False,
             "properties": {"micro": _POS, "global": _POS},
@@ -122,6 +124,8 @@ SPEC_SCHEMA: dict[str, Any] = {
                         "use_hf": {"type": "boolean"},
                         "master_addr": {"type": "string"},
                         "master_port": {"type": "integer"},
+                        "deepspeed": {"type": "string", "minLength": 1,
+                                      "description": "zero2, zero3, zero3_offload... or a DeepSpeed JSON path"},
                     },
                 },
             },

@@ -78,6 +78,7 @@ class TrainSpec:
     output_dir: str
     checks: tuple[str, ...]
     runner_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dtype: str = "bfloat16"
 
     def options(self, runner: str) -> dict[str, Any]:
         return dict(self.runner_options.get(runner, {}))
@@ -179,4 +180,5 @@ def _load_spec(p: Path) -> TrainSpec:
         merge_lora=ck.get("merge_lora", False), log_every=(data.get("logging") or {}).get("every_steps", 1),
         output_dir=resolve(data["output_dir"]), checks=tuple(data.get("checks", ())),
         runner_options={k: dict(v) for k, v in (data.get("runners") or {}).items()},
+        dtype=data.get("dtype", "bfloat16"),
     )

@@ -54,15 +54,41 @@ def swift_args(spec: TrainSpec) -> list[str]:
     a += ["--loss_scale", o.get("loss_scale", "default"), "--max_length", str(spec.sequence_length),
           "--packing", _b(o.get("packing", False)), "--per_device_train_batch_size", str(spec.micro_batch),
           "--gradient_accumulation_steps", str(accum), "--max_steps", str(spec.steps),
-          "--learning_rate", _num(spec.lr), "--lr_scheduler_type", "cosine" if spec.schedule == "cosine" else
-          "constant", "--warmup_steps", str(spec.warmup_steps), "--weight_decay", _num(spec.weight_decay),
+          "--learning_rate", _num(spec.lr), *_hf_schedule(spec), "--warmup_steps", str(spec.warmup_steps),
+          "--weight_decay", _num(spec.weight_decay),
           "--max_grad_norm", _num(spec.max_grad_norm), "--seed", str(spec.seed),
-          "--gradient_checkpointing", _b(par.activation_checkpointing), "--torch_dtype", "bfloat16",
+          "--gradient_checkpointing", _b(par.activation_checkpointing), "--torch_dtype", spec.dtype,
+          *_hf_sharding(spec),
           "--output_dir", str(Path(spec.output_dir) / "swift"), "--save_strategy", "steps",
           "--save_steps", str(spec.ckpt_every or spec.steps), "--save_total_limit", str(spec.ckpt_keep),
-          "--save_only_model", "false", "--create_checkpoint_symlink", "true", "--logging_steps",
-          str(spec.log_every)]
+          "--save_only_model", "false"]
+    if spec.val_files:  # without an eval set there is no best checkpoint and ms-swift's symlink step crashes
+        a += ["--create_checkpoint_symlink", "true"]
+    a += ["--logging_steps", str(spec.log_every)]
     return a
+
+
+def _hf_schedule(spec: TrainSpec) -> list[str]:
+    """The HF Trainer's plain `cosine` decays to 0 and takes no floor; `cosine_with_min_lr` reads the spec's min_lr
+    from `--lr_scheduler_kwargs` (transformers `get_cosine_with_min_lr_schedule_with_warmup`)."""
+    if spec.schedule != "cosine":
+        return ["--lr_scheduler_type", "constant"]
+    if spec.min_lr > 0:
+        return ["--lr_scheduler_type", "cosine_with_min_lr",
+                "--lr_scheduler_kwargs", json.dumps({"min_lr": spec.min_lr})]
+    return ["--lr_scheduler_type", "cosine"]
+
+
+def _hf_sharding(spec: TrainSpec) -> list[str]:
+    """Without DeepSpeed or FSDP every rank of the HF backend loads the whole model: a 744B run would not fit.
+    A `deepspeed` runner option (ms-swift's presets zero2/zero3/... or a JSON path) wins; otherwise a multi-GPU
+    `fsdp2` spec gets ms-swift's `fsdp2` preset. One GPU, or `ddp`, needs neither."""
+    o = spec.options("ms-swift")
+    if o.get("deepspeed"):
+        return ["--deepspeed", str(o["deepspeed"])]
+    if spec.parallelism.world_size > 1 and spec.parallelism.strategy == "fsdp2":
+        return ["--fsdp", "fsdp2"]
+    return []
 
 
 def megatron_args(spec: TrainSpec) -> list[str]:
@@ -89,11 +115,19 @@ def megatron_args(spec: TrainSpec) -> list[str]:
           "--lr_warmup_iters", str(spec.warmup_steps), "--lr_decay_style",
           "cosine" if spec.schedule == "cosine" else "constant", "--weight_decay", _num(spec.weight_decay),
           "--clip_grad", _num(spec.max_grad_norm), "--seed", str(spec.seed),
-          "--recompute_granularity", "full" if par.activation_checkpointing else "selective",
+          *_recompute(spec),
           "--output_dir", str(Path(spec.output_dir) / "megatron"),
-          "--save_interval", str(spec.ckpt_every or spec.steps), "--save_safetensors", "true",
-          "--log_interval", str(spec.log_every)]
+          "--save_steps", str(spec.ckpt_every or spec.steps), "--save_safetensors", "true",
+          "--logging_steps", str(spec.log_every)]
     return a
+
+
+def _recompute(spec: TrainSpec) -> list[str]:
+    """megatron-core refuses `recompute_granularity='full'` without a method; `uniform` over 1 layer recomputes every
+    transformer layer (the most memory saved), which is what activation checkpointing means in the spec."""
+    if spec.parallelism.activation_checkpointing:
+        return ["--recompute_granularity", "full", "--recompute_method", "uniform", "--recompute_num_layers", "1"]
+    return ["--recompute_granularity", "selective"]
 
 
 def megatron_targets(targets: tuple[str, ...]) -> list[str]:
