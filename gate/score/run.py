@@ -289,10 +289,10 @@ def summarize(outcome: ScoreOutcome) -> dict[str, Any]:
 
 def _examples(outcome: ScoreOutcome) -> list[dict[str, Any]]:
     """A few failing items per suite, scorer and role, with masked explanations (reports never carry raw text)."""
-    from gate.report.redact import snippet
     from gate.score.scorers import scorer_class
 
     primary = {sp.name: scorer_class(sp.type).primary for sp in outcome.scorecard.scorers}
+    keep = _tool_names(outcome.scorecard.tools)  # function names are not personal data: never masked
     out: list[dict[str, Any]] = []
     for run in outcome.runs:
         seen: dict[tuple[str, str], int] = defaultdict(int)
@@ -304,8 +304,25 @@ def _examples(outcome: ScoreOutcome) -> list[dict[str, Any]]:
                 continue
             seen[k] += 1
             out.append({"role": run.spec.role, "suite": s["suite"], "scorer": s["scorer"], "item_id": s["item_id"],
-                        "explanation": snippet(s["explanation"] or "", 100)})
+                        "explanation": _explanation(s["explanation"] or "", keep)})
     return out
+
+
+def _explanation(text: str, keep: set[str], width: int = 100) -> str:
+    """The report's one-line explanation: masked like any quoted value, except the declared tool names."""
+    from gate.report.redact import snippet
+    from gate.score.scorers.tools import mask_except
+
+    text = " ".join(text.split())[: 4 * width]
+    out = mask_except(text, keep, lambda part: snippet(part, 8 * width))
+    return out if len(out) <= width else out[: width - 1] + "…"
+
+
+def _tool_names(tools: Any) -> set[str]:
+    """The declared tool names in both spellings (`a.b` and `a_b`), as the tool scorer names them."""
+    names = {str((t.get("function") or t).get("name")) for t in tools or () if isinstance(t, dict)
+             and isinstance((t.get("function") or t).get("name"), str)}
+    return names | {n.replace(".", "_") for n in names}
 
 
 def report_json(outcome: ScoreOutcome) -> dict[str, Any]:

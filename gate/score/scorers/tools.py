@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from gate.report.redact import mask
 from gate.score.extract import flexible_json
 from gate.score.sandbox import Execution, Limits, run_calls
 from gate.score.types import Item, Score
@@ -60,6 +60,24 @@ def normalize_value(value: Any, mode: str = "bfcl", nested: bool = True) -> Any:
         return ("dict", tuple(sorted(((k, normalize_value(v, inner, nested)) for k, v in value.items()),
                                      key=lambda kv: kv[0])))
     return value
+
+
+def mask_except(text: str, keep: Collection[str], masker: Callable[[str], str] | None = None) -> str:
+    """`text` through `masker` (default `gate.pii.redact.mask_loose`) except the whole tokens in `keep`: declared tool
+    names are configuration, not personal data, and must stay readable ("called 'calculate_area_v2'", not
+    "'calc***'"). Only whole tokens are kept: a kept name inside a longer token must not split that token into
+    pieces too short to be masked. Whitespace around the kept names is preserved whatever the masker does."""
+    if masker is None:
+        from gate.pii.redact import mask_loose as masker
+    words = sorted({k for k in keep if k and k in text}, key=len, reverse=True)
+    if not words:
+        return masker(text)
+    parts = re.split(r"(?<![\w\-+/=.])(" + "|".join(map(re.escape, words)) + r")(?![\w\-+/=])", text)
+
+    def masked(p: str) -> str:
+        core = p.strip()
+        return p[: len(p) - len(p.lstrip())] + masker(core) + p[len(p.rstrip()):] if core else p
+    return "".join(p if i % 2 else masked(p) for i, p in enumerate(parts))
 
 
 def tool_key(name: str) -> str:
@@ -335,7 +353,7 @@ class ToolExecution:
             value["correct"] = float(error is None)
             # schema messages quote the model's values: masked like any model text, but the declared tool names
             # (configuration, not personal data) stay readable in the record and the reports
-            return Score(value, answer, mask(explanation, self.declared_names), meta)
+            return Score(value, answer, mask_except(explanation, self.declared_names), meta)
 
         if source == "failed":
             return done("parse_failure", why)
