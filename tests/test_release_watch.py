@@ -154,10 +154,15 @@ vllm:num_requests_running{model_name="m"} {run}
 """
 
 
-def _scrape(at: float, b1: int, b2: int, b3: int, s: float, ok: int, abort: int, run: int) -> Any:
+def _text(**values: float) -> str:
     text = VLLM_LIKE
-    for k, v in dict(b1=b1, b2=b2, b3=b3, s=s, ok=ok, abort=abort, run=run).items():
+    for k, v in values.items():
         text = text.replace("{" + k + "}", str(v))
+    return text
+
+
+def _scrape(at: float, b1: int, b2: int, b3: int, s: float, ok: int, abort: int, run: int) -> Any:
+    text = _text(b1=b1, b2=b2, b3=b3, s=s, ok=ok, abort=abort, run=run)
     return parse_prometheus(text, at=at, source="http://127.0.0.1:1/metrics")
 
 
@@ -229,3 +234,48 @@ def test_watch_endpoint_down_is_one_line(tmp_path: Path) -> None:
     r = run_gate("watch", f"http://127.0.0.1:{port}/metrics", "-s", str(card), "--no-db")
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "metrics endpoint" in r.stderr, r.stderr
     assert yaml.safe_load(card.read_text())["rollback_triggers"]
+
+
+def test_a_server_restart_in_the_window_counts_from_the_restart() -> None:
+    trig = [{"name": "aborts", "metric": 'vllm:request_success_total{finished_reason="abort"}', "aggregate": "sum",
+             "above": 3, "window": "5m"},
+            {"name": "p95", "metric": "vllm:e2e_request_latency_seconds", "aggregate": "p95", "above": 2.0,
+             "window": "5m"}]
+    before = _scrape(T0, b1=100, b2=100, b3=100, s=20.0, ok=100, abort=50, run=2)
+    restarted = _scrape(T0 + 600, b1=0, b2=0, b3=5, s=12.0, ok=1, abort=5, run=1)
+    a, p = evaluate_prometheus(trig, [before, restarted])
+    assert a["observed"] == 5 and a["fired"] and "restarted" in a["note"]
+    assert p["n"] == 5 and p["fired"] and "restarted" in p["note"]
+
+
+def test_follow_scrapes_an_endpoint_until_the_window_fires(tmp_path: Path) -> None:
+    """A local HTTP server whose /metrics changes between scrapes: quiet at first, then slow requests."""
+    import http.server
+    import threading
+
+    state = {"n": 0}
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            state["n"] += 1
+            slow = 10 * max(0, state["n"] - 2)  # the first two scrapes see no slow request
+            body = _text(b1=100, b2=100, b3=100 + slow, s=20.0 + 2.4 * slow, ok=100, abort=0, run=1).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        card = _card(tmp_path, [{"name": "slow", "metric": "vllm:e2e_request_latency_seconds", "aggregate": "p95",
+                                 "above": 2.0, "window": "1s", "min_samples": 5}])
+        r = run_gate("watch", f"http://127.0.0.1:{srv.server_address[1]}/metrics", "-s", str(card), "--follow",
+                     "--interval", "0.6", "--for", "60s", "--no-db", "--db", str(tmp_path / "g.duckdb"))
+    finally:
+        srv.shutdown()
+    assert r.returncode == 100 and "ROLLBACK: slow" in r.stdout, r.stdout + r.stderr
+    assert 3 <= state["n"] <= 6

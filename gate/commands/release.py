@@ -134,7 +134,12 @@ def run_watch(*, metrics: str, scorecard_path: str, release_id: str | None, db: 
         if watched != current:
             raise GateError(f"--rollback acts only on the current release: the metrics are about '{watched}', "
                             f"current is '{current}' (nothing changed)", field="--release")
-    source: JsonlSource | PrometheusSource = PrometheusSource(metrics) if url else JsonlSource(metrics)
+    spans = [window_seconds(t) for t in sc.rollback_triggers]
+    longest = max((w or 0.0) for w in spans)
+    # an endpoint keeps only the scrapes the longest window can still need (bounded memory for a long --follow)
+    source: JsonlSource | PrometheusSource = (PrometheusSource(metrics, keep_s=longest + 2 * interval_s) if url
+                                              else JsonlSource(metrics))
+    failures = 0
     console = make_console()
     rows: list[Sample] = []
     other = 0
@@ -143,7 +148,18 @@ def run_watch(*, metrics: str, scorecard_path: str, release_id: str | None, db: 
     while True:
         try:
             if isinstance(source, PrometheusSource):
-                source.scrape()
+                try:
+                    source.scrape()
+                    failures = 0
+                except GateError as exc:
+                    # following, a scrape that fails (a restarting server) is retried; three in a row end the watch
+                    failures += 1
+                    if not follow or not source.scrapes or failures >= 3:
+                        raise
+                    console.print(f"{datetime.now(UTC):%H:%M:%S} scrape failed ({failures} of 3): {exc}",
+                                  markup=False, soft_wrap=True)
+                    time.sleep(interval_s)
+                    continue
                 results = evaluate_prometheus(sc.rollback_triggers, source.scrapes)
             else:
                 new = source.poll(final=not follow)
@@ -151,6 +167,10 @@ def run_watch(*, metrics: str, scorecard_path: str, release_id: str | None, db: 
                     raise GateError("metrics file has no rows", file=metrics)
                 kept, left = select_release(rows + new, watched, file=metrics)
                 rows, other = kept, other + left
+                if follow and all(spans) and rows and rows[-1].ts is not None:
+                    # every trigger has a window: rows older than the longest can never count again
+                    newest = max(r.ts for r in rows if r.ts is not None)
+                    rows = [r for r in rows if r.ts is None or r.ts > newest - longest]
                 results = evaluate_triggers(sc.rollback_triggers, rows, file=metrics)
         except KeyboardInterrupt:
             break

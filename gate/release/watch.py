@@ -11,7 +11,8 @@ take it out are reviewed together. Two sources, both read the same way once or, 
   `prometheus_client` parser. A trigger names a family (`vllm:e2e_request_latency_seconds`) or a sample
   (`vllm:request_success_total`), optionally with label matchers (`{finished_reason="abort"}`): histograms give
   quantiles (interpolated in the buckets, as Prometheus's `histogram_quantile` does), mean, count and sum; counters
-  their increase (`sum`); gauges any aggregate over the scrapes.
+  their increase (`sum`; a restart that resets them is detected); gauges any aggregate over the scrapes in the window
+  (without one: the newest scrape).
 
 A trigger with `window: 15m` counts only the last 15 minutes: for rows, those whose `ts` is within the window before
 the newest row's `ts` (data time, so a replayed file gives the same answer as the live one); for an endpoint, the
@@ -248,7 +249,11 @@ class Scrape:
 
 def parse_prometheus(text: str, *, at: float, source: str) -> Scrape:
     """The exposition text through prometheus_client's own parser; a body it refuses is one line naming the URL."""
-    from prometheus_client.parser import text_string_to_metric_families
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        raise GateError("reading a Prometheus endpoint needs prometheus_client (pip install prometheus_client)",
+                        file=source) from None
 
     samples: list[tuple[str, dict[str, str], float]] = []
     types: dict[str, str] = {}
@@ -358,6 +363,8 @@ def evaluate_prometheus(triggers: Iterable[dict[str, Any]], scrapes: Sequence[Sc
         suffix = note or (f" (last {t['window']})" if span else " (since the server started)")
         kind = last.types.get(name)
         if kind == "histogram" or (kind is None and last.types.get(name + "_bucket") == "histogram"):
+            if base is not None and _total(last, name + "_count", matchers) < _total(base, name + "_count", matchers):
+                base, suffix = None, " (since the server restarted)"  # counters reset: what it counted since
             now_b, old_b = _buckets(last, name, matchers), _buckets(base, name, matchers)
             delta = {b: c - old_b.get(b, 0.0) for b, c in now_b.items()}
             count = _total(last, name + "_count", matchers) - _total(base, name + "_count", matchers)
@@ -390,6 +397,8 @@ def evaluate_prometheus(triggers: Iterable[dict[str, Any]], scrapes: Sequence[Sc
                                                             f"not {agg}"))
                 continue
             observed = _total(last, name, matchers) - _total(base, name, matchers)
+            if observed < 0:  # the server restarted in the window: its counters began again at 0
+                observed, base, suffix = _total(last, name, matchers), None, " (since the server restarted)"
             out.append(judge(t, observed, 2 if base is not None else 1, suffix=suffix))
             continue
         # a gauge (or untyped): the aggregate over the scrapes inside the window
@@ -397,8 +406,9 @@ def evaluate_prometheus(triggers: Iterable[dict[str, Any]], scrapes: Sequence[Sc
 
         from gate.decide.stats import percentile
 
-        start = last.at - span if span is not None else -math.inf
-        values = [_total(s, name, matchers) for s in scrapes if s.at > start and _pick(s, name, matchers)]
+        # without a window: the newest scrape alone (a gauge is a reading now, not a history)
+        inside = [s for s in scrapes if s.at > last.at - span] if span is not None else [last]
+        values = [_total(s, name, matchers) for s in inside if _pick(s, name, matchers)]
         observed = percentile(np.asarray(values, dtype=np.float64), agg)
         out.append(judge(t, observed, len(values), suffix=f" (over {len(values)} scrapes)"))
     return out
