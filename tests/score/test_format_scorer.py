@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.contract.schemas import available_formats
+from gate.contract.schemas import LOOSE_FORMATS, available_formats, default_formats
 from gate.score.extract import flexible_json, strict_json
 from gate.score.scorecard import ScorecardError, load_scorecard
 from gate.score.scorers.format import FormatValidity
@@ -31,6 +31,28 @@ def test_date_time_and_uri_are_asserted_by_default():
     assert score(dt, '"not a date"').value["schema_valid"] == 0.0
     assert score(dt, '"2024-02-29T10:00:00Z"').value["schema_valid"] == 1.0
     assert score({"type": "string", "format": "uri"}, '"not a uri"').value["schema_valid"] == 0.0
+
+
+def test_loose_checkers_are_asserted_only_when_listed():
+    email = {"type": "string", "format": "email"}
+    s = score(email, '"nobody@"')  # jsonschema's email check is only "contains '@'": not trusted by default
+    assert s.value["schema_valid"] == 1.0 and s.metadata["formats_not_asserted"] == ["email"]
+    assert score(email, '"no at sign"', formats=["email"]).value["schema_valid"] == 0.0
+    assert set(LOOSE_FORMATS) == set(available_formats()) - set(default_formats())
+
+
+@pytest.mark.parametrize("fmt,text,valid", [
+    ("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380", True),
+    ("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380-", False),  # Python's UUID() takes it
+    ("uuid", "{2eb8aa08-aa98-11ea-b4aa-73b441d16380}", False),
+    ("date-time", "1998-12-31T23:59:60Z", True),  # a leap second (RFC 3339 5.7)
+    ("date-time", "1998-12-31T15:59:60.123-08:00", True),  # the same second, in UTC-8
+    ("date-time", "1998-12-31T23:58:60Z", False),  # second 60 at any other minute
+    ("date-time", "2024-01-01T00:00:00Z\n", False),  # rfc3339-validator's `$` lets the newline through
+    ("time", "23:59:60Z", True), ("time", "12:00:00Z\n", False),
+])
+def test_exact_uuid_and_rfc3339_edges(fmt, text, valid):
+    assert score({"format": fmt}, f'"{text}"').value["schema_valid"] == float(valid)
 
 
 def test_only_the_listed_formats_are_asserted_and_the_rest_are_named():

@@ -105,12 +105,14 @@ class ContractCheck(Check):
         self._columns = sorted({r.column for r in self._rules})
         types = {f.name: f.type for f in c.fields}
         self._column_types = [(k, types.get(k, "string")) for k in self._columns]
-        # every validator from gate.contract.schemas: no $ref retrieval, ECMA-262 patterns, installed formats
+        # every validator from gate.contract.schemas: no $ref retrieval, ECMA-262 patterns; the data door asserts
+        # every installed format checker, the loose ones too (each still refuses some bad values)
         self._row_validator = schemas.validator(row_schema(c), assert_formats=False)
+        every = schemas.available_formats()
         self._row_fast_ok = fast_row_check(c)
-        self._output_validator = (schemas.validator(thaw(c.output_schema))
+        self._output_validator = (schemas.validator(thaw(c.output_schema), formats=every)
                                   if c.output_schema is not None else None)
-        self._tools = {t.name: (schemas.validator(thaw(t.parameters)),
+        self._tools = {t.name: (schemas.validator(thaw(t.parameters), formats=every),
                                 t.required) for t in c.tools}
         self._row_tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                              "parameters": thaw(t.parameters)}} for t in c.tools]

@@ -32,8 +32,10 @@ def _formats_used(node: Any, out: set[str]) -> set[str]:
 class FormatValidity:
     """Options: `schema` (a JSON Schema, Draft 2020-12, checked when the scorecard loads: ECMA-262 patterns, no
     `$ref` outside the schema, nothing fetched) and `formats` (the `format` values asserted, e.g. [date-time,
-    uri]; default: every format with an installed checker, `gate.contract.schemas.available_formats()`). A format
-    the schema uses that is not asserted is an annotation only; each score lists those in `formats_not_asserted`.
+    uri]; each needs an installed checker, `gate.contract.schemas.available_formats()`; default: all of them but the
+    ones whose checker is too loose to trust, `LOOSE_FORMATS`: email, idn-email, hostname, duration, uri-template).
+    A format the schema uses that is not asserted is an annotation only; each score lists those in
+    `formats_not_asserted`. `formats: []` makes every format an annotation, as draft 2020-12 does by default.
     Without a schema, schema_valid is not emitted."""
 
     type = "format"
@@ -48,7 +50,7 @@ class FormatValidity:
             from gate.contract import schemas
 
             schemas.check_schema(schema, formats=formats)  # SchemaProblem: the scorecard loader said so already
-            asserted = set(schemas.available_formats() if formats is None else formats)
+            asserted = set(schemas.default_formats() if formats is None else formats)
             self.formats_not_asserted = sorted(_formats_used(schema, set()) - asserted)
             self._validator = schemas.validator(schema, formats=formats)
 
