@@ -35,9 +35,9 @@ def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | No
     models = [ModelSpec("candidate", candidate, adapter, model_hash)]
     if baseline:
         models.append(ModelSpec("baseline", baseline, baseline_adapter, baseline_model_hash))
-    if engine == "vllm" and scorecard.tools and not tool_parser:
-        raise GateError("this scorecard offers tools: --engine vllm needs --tool-parser (hermes for ChatML/Qwen "
-                        "templates, glm45 for GLM)", file=scorecard_path)
+    if engine in ("vllm", "sglang") and scorecard.tools and not tool_parser:
+        raise GateError(f"this scorecard offers tools: --engine {engine} needs --tool-parser (hermes for "
+                        "ChatML/Qwen templates, glm45 / glm47 for GLM)", file=scorecard_path)
     console = make_console()
     if engine == "url" and not all(m.model_hash for m in models):
         # the key still separates URL and model name, but a redeployed model under the same name would match

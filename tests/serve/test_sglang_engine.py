@@ -87,3 +87,11 @@ def test_the_service_queues_sglang_score_jobs_and_fails_them_in_one_line(tiny, t
             time.sleep(0.2)
     assert got["status"] == "failed" and got["exit_code"] == 1 and "needs a GPU" in got["error"], got
     assert "\n" not in got["error"]
+
+
+def test_a_tool_scorecard_on_sglang_needs_a_tool_parser(tiny, tmp_path: Path) -> None:
+    """Without --tool-call-parser SGLang leaves calls in the text: every tool item would score as 'no call'."""
+    r = run_gate("score", str(tiny[0]), "-s", str(ROOT / "tests" / "serve" / "toolcall" / "scorecard.yaml"),
+                 "--engine", "sglang", "--db", str(tmp_path / "g.duckdb"), "-o", str(tmp_path / "out"))
+    assert r.returncode == 1 and "--engine sglang needs --tool-parser" in r.stderr, r.stdout + r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
