@@ -118,3 +118,23 @@ def test_gate_watch_reads_the_real_servers_prometheus_metrics(server, tmp_path):
                                                           "above": 0.0001}])
     r = run_gate("watch", server.base_url + "/metrics", "-s", str(bad), "--no-db", "--db", str(tmp_path / "g.duckdb"))
     assert r.returncode == 100 and "ROLLBACK: slow" in r.stdout, r.stdout + r.stderr
+
+
+def test_factual_support_judge_through_the_real_server(server, tmp_path):
+    """The support scorer's judge method speaks to the real vLLM server: the versioned prompt goes out, the
+    answer comes back through the response cache (the second score is a cache hit), and a tiny model's free text,
+    which carries no "N: VERDICT" line, scores as unsupported, never as supported or as an error."""
+    from gate.score.scorers.support import JUDGE_PROMPT_VERSION, FactualSupport
+    from gate.score.types import Item
+    from gate.serve.types import Response
+
+    it = Item("kb-1", "kb", ({"role": "user", "content": "?"},), {},
+              extra={"passages": ["Returns are accepted within 30 days of delivery."]})
+    opts = {"base_url": server.base_url, "model": "tiny", "cache": str(tmp_path / "judge.duckdb"), "max_tokens": 8}
+    first = FactualSupport(method="judge", judge=opts).score(it, Response(text="Returns are accepted within 30 days."))
+    again = FactualSupport(method="judge", judge=opts).score(it, Response(text="Returns are accepted within 30 days."))
+    assert first.error != "judge_error", first.explanation
+    assert first.metadata["judge"]["prompt_version"] == JUDGE_PROMPT_VERSION and not first.metadata["judge"]["cached"]
+    assert again.metadata["judge"]["cached"] and again.value == first.value
+    if first.metadata["judge"].get("unparsed"):
+        assert first.value["supported"] == 0.0 and "judge gave no verdict" in first.explanation
