@@ -348,6 +348,14 @@ def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str,
         except SchemaProblem as exc:
             where = ".".join(map(str, exc.path))
             raise fail(f"{exc.message}" + (f" (at {where})" if where else ""), "schema") from None
+    if type_name == "factual_support":  # light to build: bad values (method, judge keys) are refused with the line
+        from gate.score.scorers.support import FactualSupport
+
+        try:
+            FactualSupport(**opts)
+        except (ValueError, TypeError) as exc:
+            key = next((k for k in opts if k in str(exc)), next(iter(opts), "method"))
+            raise fail(str(exc), key) from None
     if type_name == "refusal":
         import re
 

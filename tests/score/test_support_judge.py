@@ -141,3 +141,39 @@ def test_options_are_checked():
         FactualSupport(judge={"base_url": "http://127.0.0.1:9", "model": "m"})
     with pytest.raises(ValueError):
         FactualSupport(method="vibes")
+
+
+def test_a_judge_that_is_down_stops_before_any_generation(tmp_path):
+    import socket
+
+    from gate.errors import GateError
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sc = FactualSupport(method="judge", judge={"base_url": f"http://127.0.0.1:{port}", "model": "m",
+                                               "cache": str(tmp_path / "j.duckdb")})
+    with pytest.raises(GateError) as ei:
+        sc.validate_item(item())
+    assert "no OpenAI-compatible server" in str(ei.value)
+    s = sc.score(item(), Response(text=ANSWER))  # asked once: later items fail at once, as judge errors
+    assert s.error == "judge_error" and s.value["supported"] == 0.0
+
+
+@pytest.mark.parametrize("options,key", [
+    ("{method: vibes}", "method"),
+    ("{method: judge, judge: {base_url: 'http://127.0.0.1:9', model: m, key: x}}", "judge"),
+    ("{min_coverage: 0}", "min_coverage"),
+])
+def test_bad_support_options_are_refused_at_load_with_the_line(tmp_path, options, key):
+    from gate.score.scorecard import ScorecardError, load_scorecard
+
+    (tmp_path / "s.jsonl").write_text(json.dumps({"id": "a", "category": "c", "expected": None, "passages": "p",
+                                                  "messages": [{"role": "user", "content": "q"}]}) + "\n")
+    card = tmp_path / "card.yaml"
+    card.write_text("name: t\nversion: '1'\nsuites: [{name: s, path: s.jsonl}]\n"
+                    "decoding: {temperature: 0, max_tokens: 8}\n"
+                    f"scorers:\n  - name: support\n    type: factual_support\n    options: {options}\n")
+    with pytest.raises(ScorecardError) as ei:
+        load_scorecard(card)
+    assert ei.value.line == 8 and f"options.{key}" in str(ei.value), str(ei.value)

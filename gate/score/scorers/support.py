@@ -236,6 +236,7 @@ class FactualSupport:
         self.method = method
         self.judge_options = dict(judge or {})
         self._judge: Any = None
+        self._judge_failed = ""
 
     def passages(self, item: Item) -> list[str]:
         raw = item.extra.get(self.passages_field)
@@ -246,10 +247,13 @@ class FactualSupport:
         return raw if isinstance(raw, list) and raw and all(isinstance(p, str) for p in raw) else []
 
     def validate_item(self, item: Item) -> None:
-        """Called once per item before any request: a suite row without passages is bad input, not a low score."""
+        """Called once per item before any request: a suite row without passages is bad input, not a low score;
+        a judge that does not answer is found here too, before an hour of generation (one line, exit 1)."""
         if not self.passages(item):
             raise InputError(f"factual_support needs '{self.passages_field}': a non-empty string or list of strings",
                              line=item.line, field=self.passages_field)
+        if self.method == "judge":
+            self._judge_engine()
 
     def _answer_text(self, response: Response) -> str:
         if not self.answer_field:
@@ -378,6 +382,10 @@ class FactualSupport:
     # -- judge ----------------------------------------------------------------------------------------------------
     def _judge_engine(self) -> Any:
         """The judge as a cached URL engine, started once: the same client and cache as `gate score`."""
+        if self._judge_failed:
+            from gate.errors import GateError
+
+            raise GateError(self._judge_failed)
         if self._judge is None:
             from gate.serve.cache import CachedEngine, ResponseCache
             from gate.serve.url import URLEngine
@@ -391,7 +399,11 @@ class FactualSupport:
                 raise GateError(f"judge api_key_env {o['api_key_env']} is not set")
             engine = URLEngine(str(o["base_url"]), str(o["model"]), api_key=key, model_hash=o.get("model_hash"),
                                timeout_s=float(o.get("timeout_s", 120.0)), concurrency=1)
-            engine.start()
+            try:
+                engine.start()
+            except Exception as exc:  # asked once: every later item fails at once with the same reason
+                self._judge_failed = f"factual_support judge: {exc}".splitlines()[0]
+                raise
             self._judge = CachedEngine(engine, ResponseCache(o.get("cache") or db_path(None)))
         return self._judge
 
@@ -419,7 +431,13 @@ class FactualSupport:
                          "no checkable claim in the answer", {"error": "no_claims", "claims": 0})
         meta: dict[str, Any] = {"claims": len(claims), "method": self.method}
         if self.method == "judge":
-            verdicts, jr = self._judge_verdicts(claims, passages)
+            from gate.errors import GateError
+
+            try:
+                verdicts, jr = self._judge_verdicts(claims, passages)
+            except GateError as exc:
+                return Score({k: 0.0 for k in self.keys}, None, f"judge failed: {exc}"[:200],
+                             {**meta, "error": "judge_error"})
             meta["judge"] = {"prompt_version": JUDGE_PROMPT_VERSION, "prompt_sha256": JUDGE_PROMPT_SHA256,
                              "model": self.judge_options["model"], "cached": jr.cached}
             if jr.error:
