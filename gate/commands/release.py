@@ -191,12 +191,12 @@ def run_watch(*, metrics: str, scorecard_path: str, release_id: str | None, db: 
         from gate.store.releases import record_watch
 
         watch_id, at = uuid.uuid4().hex, datetime.now(UTC)
-        record_watch([{"watch_id": watch_id, "watched_at": at, "scorecard": sc.name, "metrics_file": metrics,
+        record_watch([{"watch_id": watch_id, "watched_at": at, "scorecard": sc.name, "metrics_file": source.label,
                        "metrics_sha256": source.sha256(), "release_id": watched,
                        **{k: v for k, v in r.items() if k != "note"}, "verdict": verdict} for r in results], db)
     from rich.table import Table
 
-    title = f"gate watch · {sc.name} · {metrics}" + (f" · release {watched}" if watched else "")
+    title = f"gate watch · {sc.name} · {source.label}" + (f" · release {watched}" if watched else "")
     table = Table(title=title, title_justify="left")
     for col in ("trigger", "metric", "observed", "rule", "n", "result"):
         table.add_column(col, overflow="fold")
@@ -215,7 +215,7 @@ def run_watch(*, metrics: str, scorecard_path: str, release_id: str | None, db: 
             from gate.release.promote import rollback as do_rollback
             from gate.release.record import who
 
-            name = metrics if url else Path(metrics).name
+            name = source.label if url else Path(metrics).name
             old, new_current = do_rollback(None, reason=f"gate watch {name}: {why}", by=who(None), db=db,
                                            only_from=watched)
             console.print(f"ROLLED BACK: current {old} -> {new_current}", markup=False)

@@ -425,7 +425,7 @@ class PrometheusSource:
 
     @property
     def label(self) -> str:
-        return self.url
+        return safe_url(self.url)
 
     def sha256(self) -> str:
         return self.scrapes[-1].sha256 if self.scrapes else ""
@@ -439,15 +439,28 @@ class PrometheusSource:
             resp = httpx.get(self.url, timeout=self.timeout_s, follow_redirects=False,
                              headers={"Accept": "text/plain;version=0.0.4"})
         except httpx.HTTPError as exc:
-            raise InputError(f"cannot read the metrics endpoint ({type(exc).__name__}: {str(exc)[:120]})",
-                             file=self.url) from None
+            raise InputError(f"cannot read the metrics endpoint ({type(exc).__name__})", file=self.label) from None
         if resp.status_code != 200:
-            raise InputError(f"the metrics endpoint answered HTTP {resp.status_code}", file=self.url)
-        s = parse_prometheus(resp.text, at=time.time(), source=self.url)
+            raise InputError(f"the metrics endpoint answered HTTP {resp.status_code}", file=self.label)
+        s = parse_prometheus(resp.text, at=time.time(), source=self.label)
         self.scrapes.append(s)
         # keep only what the longest window could still need
         self.scrapes = [x for x in self.scrapes if s.at - x.at <= self.keep_s]
         return s
+
+
+def safe_url(url: str) -> str:
+    """The URL as reports, errors and the record show it: no user:password@ and no query (tokens live there)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        u = urlsplit(url)
+        host = u.hostname or ""
+        port = f":{u.port}" if u.port else ""
+    except ValueError:
+        return "<unreadable URL>"
+    host = f"[{host}]" if ":" in host else host
+    return urlunsplit((u.scheme, host + port, u.path, "", ""))
 
 
 def is_url(target: str) -> bool:
