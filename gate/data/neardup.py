@@ -158,15 +158,34 @@ def within_split_drops(cl: Clustering, texts: list[str], config: Any, keep: str)
                 d = dup[pos]
                 drops.append(Drop(pos, d.partner_index, d.jaccard, ci, g[0], int(hops[pos])))
         return drops
+    threshold = config.threshold
+    dup = {d.index: d for d in res.duplicates}
+    pending: list[list[int]] = []
+    rep: list[int] = []
+    for ci, g in groups:
+        if g[0] != res.clusters[ci].kept:
+            pending.append(list(g[1:]))
+            rep.append(g[0])
+            continue
+        # the first round against the cluster's kept row was computed by the clustering (exact Jaccard with kept)
+        rest = []
+        for m in g[1:]:
+            j = dup[m].jaccard_with_kept
+            if j >= threshold:
+                drops.append(Drop(m, g[0], j, ci, g[0], 1))
+            else:
+                rest.append(m)
+        rep.append(rest.pop(0) if rest else g[0])
+        pending.append(rest)
+    involved = sorted({p for (_, g), ms in zip(groups, pending, strict=True) if ms for p in g})
+    if not involved:
+        drops.sort(key=lambda d: d.pos)
+        return drops
     from gate.dedup import shingle_batch
     from gate.dedup.cluster import ShingleSets
 
-    involved = sorted({p for _, g in groups for p in g})
     local = {p: i for i, p in enumerate(involved)}
     sets = ShingleSets(shingle_batch([texts[p] for p in involved], config.shingles))
-    threshold = config.threshold
-    pending = [list(g[1:]) for _, g in groups]
-    rep = [g[0] for _, g in groups]
     while True:
         a = [local[m] for k, ms in enumerate(pending) for m in ms]
         if not a:

@@ -332,3 +332,40 @@ def test_near_duplicate_evidence_in_report_json_and_duckdb_with_migration(tmp_pa
     assert [(r[0], r[1], r[4], r[5]) for r in rows] == got and all(r[3] >= 0.8 for r in rows)
     assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
     assert con.execute("SELECT count(*) FROM findings WHERE run_id = 'old'").fetchone() == (1,)
+
+
+def test_star_keep_equals_a_brute_force_greedy_on_templated_clusters(tmp_path, triage_contract):
+    """The vectorised rounds of `star` give exactly the greedy rule: in line order, a row is dropped iff some row
+    kept before it is within the threshold (checked here pair by pair with exact Jaccard), else it is kept."""
+    from gate.data.checks.near_duplicate import NearDuplicateCheck
+    from gate.data.neardup import exact_pair_jaccard
+    from gate.data.text import row_text
+
+    rng = random.Random(11)
+    rows = []
+    for b in range(25):
+        base = text(3000 + b, 60)
+        for v in range(rng.randrange(1, 9)):
+            rows.append(triage_row(len(rows), edit(base, rng.randrange(1, 4), 100 * b + v) if v else base))
+    rng.shuffle(rows)
+    write_jsonl(tmp_path / "train.jsonl", rows)
+    check = NearDuplicateCheck(triage_contract)
+    res = results(tmp_path, triage_contract, ["near_duplicate"])["near_duplicate"]
+    texts = [row_text(r, triage_contract.text_roles) for r in rows]
+    cfg = check._config
+    # brute force over every row (not only clustered ones): candidates are all earlier kept rows
+    from gate.data.text import normalize
+
+    expected, kept, seen = {}, [], set()
+    for i, t in enumerate(texts):
+        if normalize(t) in seen:
+            continue  # an exact copy: exact_duplicate's
+        seen.add(normalize(t))
+        near = [k for k in kept if exact_pair_jaccard(t, texts[k], cfg) >= cfg.threshold]
+        if near:
+            expected[i + 1] = near
+        else:
+            kept.append(i)
+    got = {f.row: f.partner_row for f in res.findings}
+    assert set(got) == set(expected) and len(got) > 20
+    assert all(got[r] - 1 in expected[r] for r in got)  # the cited partner is one of the kept rows near it
