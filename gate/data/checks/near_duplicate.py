@@ -2,7 +2,9 @@
 
 MinHash over word n-gram shingles (datasketch-compatible), LSH bands chosen from the threshold to keep
 recall at the threshold >= 0.99, every candidate verified by exact Jaccard, clusters by union-find.
-Within a split the earliest row of a cluster is kept and the later ones are findings; exact copies are
+Within a split the earliest row of a cluster stays; `keep: star` (default) drops a later row only when it is
+within the threshold of a row that stays, `keep: chain` drops the whole closure (gate.data.neardup.within_split_drops).
+Each finding cites its verified partner and that pair's Jaccard, and names the cluster; exact copies are
 left to `exact_duplicate`. Across splits, the copy in the less protected split (train < val < test) is a
 `leakage` finding, whether the copy is exact or near.
 """
