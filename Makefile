@@ -84,8 +84,18 @@ trainers: $(SWIFT_STAMP) $(NEMO_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/gate demo
+# `make demo VENV=/a/prepared/venv` uses that venv as it is (tools/demo-loop.sh: many fresh clones, one venv): every
+# file of a fresh clone is newer than the venv's stamp, which must not reinstall into a venv others use, so an
+# external venv is built only when it has no stamp at all (an order-only prerequisite would still be remade when
+# older than pyproject.toml). The demo runs this tree's code (PYTHONPATH first), whichever checkout that venv's
+# editable install points at.
+ifeq ($(VENV),.venv)
+DEMO_VENV := $(STAMP)
+else
+DEMO_VENV := $(if $(wildcard $(STAMP)),,$(STAMP))
+endif
+demo: $(DEMO_VENV)
+	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(BIN)/python -m gate demo
 
 # Debian's chromium (the dashboard's browser test), git and curl (the CI-workflow tests), when missing.
 system-packages:

@@ -236,7 +236,8 @@ def score(
                            "a step did not behave as designed or a planted value leaked"))
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file (env GATE_DB; default ./gate.duckdb).")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="DuckDB file (env GATE_DB; default: a fresh record of this "
+                                                        "run's own, OUT/gate.duckdb).")] = None,
     data_only: Annotated[bool, typer.Option("--data-only", help="Only the data door (no training or scoring).")]
     = False,
 ) -> None:

@@ -39,8 +39,12 @@ def _planted_found(run: object, faults_file: Path) -> str:
     return f"{len(planted & got)}/{len(planted)}" + (f", {extra} extra" if extra else "")
 
 
-def run_data_door(out_dir: str, db: str | None, console: Any) -> tuple[int, dict[str, str]]:
-    """Checks every fixture dataset; returns the exit code and the `gate check` run id of each."""
+def run_data_door(out_dir: str, db: str | None, console: Any,
+                  shown_as: str | None = None) -> tuple[int, dict[str, str]]:
+    """Checks every fixture dataset; returns the exit code and the `gate check` run id of each.
+
+    `shown_as`: the folder the table names for the reports (the demo's `--out`, which points at this run's folder
+    once it has passed), instead of the run folder's own long path."""
     from gate.commands.check import exit_code_for
     from gate.contract import load_contract
     from gate.data.runner import run_checks
@@ -74,7 +78,8 @@ def run_data_door(out_dir: str, db: str | None, console: Any) -> tuple[int, dict
         found = _planted_found(run, dataset / "FAULTS.json")
         table.add_row(name, f"{run.rows:,}", f"[{style}]{run.verdict.upper()}[/]",
                       expected.upper() + ("" if ok else " [bold red](unexpected)[/]"), failed,
-                      f"{sum(len(r.findings) for r in run.results):,}", found, f"{report}/report.md")
+                      f"{sum(len(r.findings) for r in run.results):,}", found,
+                      f"{Path(shown_as) / name if shown_as else report}/report.md")
     console.print(table)
     if surprises:
         console.print(f"[bold red]{surprises} dataset(s) did not get the expected verdict[/]")

@@ -83,8 +83,13 @@ def _write_spec(path: Path, *, name: str, data: Path, steps: int, out: Path, che
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
 
 
-def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], console: Any) -> Transcript:
-    """check_runs: dataset name -> `gate check` run id from the data door (triage-clean, triage-faulty)."""
+def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], console: Any,
+                     release_ids: tuple[str, str] = ("demo-a", "demo-b")) -> Transcript:
+    """check_runs: dataset name -> `gate check` run id from the data door (triage-clean, triage-faulty).
+
+    `release_ids`: the ids of release A and B; the demo picks ones its record does not hold yet, so a rerun into
+    the same record (`--db`, GATE_DB) records new releases instead of failing on `release 'demo-a' exists`."""
+    id_a, id_b = release_ids
     out = Path(out_dir).resolve()
     work = out / "loop"
     work.mkdir(parents=True, exist_ok=True)
@@ -132,11 +137,11 @@ def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], c
     dec_a = _json(work / "score-a" / "decision.json")
     train_a = _json(good_ckpt / "MANIFEST.json")["run_id"]
     _run(t, console, "6. Record release A with its provenance (decision, data checks, training run)",
-         ["release", "create", "--decision", dec_a["decision_id"], "--id", "demo-a", "--base-model", str(TINY_MODEL),
+         ["release", "create", "--decision", dec_a["decision_id"], "--id", id_a, "--base-model", str(TINY_MODEL),
           "--tokenizer", str(good_ckpt), "-s", scorecard, "--data-check", split_run, "--training-run", train_a,
           "--by", "gate-demo"], 0, env)
     _run(t, console, "7. Promote release A: PROMOTE decision and passing data checks, so `current` moves",
-         ["promote", "demo-a", "--by", "gate-demo"], 0, env)
+         ["promote", id_a, "--by", "gate-demo"], 0, env)
 
     _run(t, console, "8. Score candidate B the same way: expected BLOCK (exit 100)",
          ["score", str(weak_ckpt), "--baseline", str(TINY_MODEL), "-s", scorecard, "-o", str(work / "score-b")],
@@ -144,11 +149,11 @@ def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], c
     dec_b = _json(work / "score-b" / "decision.json")
     train_b = _json(weak_ckpt / "MANIFEST.json")["run_id"]
     _run(t, console, "9. Record release B (its training data failed `gate check`)",
-         ["release", "create", "--decision", dec_b["decision_id"], "--id", "demo-b", "--base-model", str(TINY_MODEL),
+         ["release", "create", "--decision", dec_b["decision_id"], "--id", id_b, "--base-model", str(TINY_MODEL),
           "--tokenizer", str(weak_ckpt), "-s", scorecard, "--data-check", check_runs["triage-faulty"],
           "--training-run", train_b, "--by", "gate-demo"], 0, env)
     _run(t, console, "10. Try to promote release B: refused (exit 100), `current` stays on A",
-         ["promote", "demo-b", "--by", "gate-demo"], int(ExitCode.GATE_FAILED), env)
+         ["promote", id_b, "--by", "gate-demo"], int(ExitCode.GATE_FAILED), env)
     _run(t, console, "11. Write the static HTML release report (plotly.js bundled, no CDN)",
-         ["report-html", "demo-a", "-o", str(out / "release-report")], 0, env)
+         ["report-html", id_a, "-o", str(out / "release-report")], 0, env)
     return t

@@ -1,0 +1,83 @@
+"""`gate demo` reruns in one tree (issue 15 items 2 and 3): each run has a folder and a record of its own, and
+`--out` switches to a run only when it has passed, in one rename (a symlink), never showing a mix of two runs.
+
+The data door twice is the cheap case (about a minute per run here). The whole loop twice (train, score, release,
+promote: the step that failed on a rerun with `release 'demo-a' already exists`) takes minutes per run: `slow`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import gate_inprocess
+
+
+def _records(db: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A working directory with no GATE_DB: the demo's own record is the default, as for `make demo`."""
+    monkeypatch.delenv("GATE_DB", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_data_door_reruns_with_a_record_of_its_own_and_replaces_its_outputs_whole(tree):
+    out = tree / "gate-report" / "demo"
+    seen = []
+    for _ in range(2):
+        code, text = gate_inprocess("demo", "--data-only", "--out", str(out))
+        assert code == 0, text
+        assert out.is_symlink() and (out / "triage-faulty" / "report.md").is_file()
+        run_dir = out.resolve()
+        seen.append(run_dir)
+        # its own record, beside its reports: the four data-door runs of this run only
+        assert len(_records(out / "gate.duckdb", "SELECT run_id FROM runs WHERE kind = 'check'")) == 4
+        assert f"record: {out / 'gate.duckdb'}" in text
+    assert seen[0] != seen[1] and not seen[0].exists()  # the previous run is gone, the new one whole
+    assert sorted(p.name for p in (tree / "gate-report" / ".demo-runs").iterdir()) == [seen[1].name]
+    assert not (tree / "gate.duckdb").exists()  # nothing written into the working directory's default record
+
+
+def test_an_older_demo_folder_is_replaced_and_a_failed_run_leaves_the_last_good_one(tree):
+    from gate.commands.demo import _abandoned, new_run_dir, publish
+
+    out = tree / "demo"
+    out.mkdir()
+    (out / "stale.md").write_text("from an older gate\n")  # a real folder, as older versions wrote it
+    first = new_run_dir(out)
+    (first / "report.md").write_text("run 1\n")
+    publish(out, first)
+    assert out.is_symlink() and (out / "report.md").read_text() == "run 1\n" and not (out / "stale.md").exists()
+    assert not [p for p in tree.iterdir() if p.name.startswith(".demo.")]  # no link or aside left behind
+    # a run that failed (its process gone): kept for a look until the next run that passes
+    failed = first.parent / f"{first.name.rsplit('-', 1)[0]}-{2 ** 22 + 7}"
+    failed.mkdir()
+    assert _abandoned(failed) and not _abandoned(first)
+    second = new_run_dir(out)
+    (second / "report.md").write_text("run 2\n")
+    assert (out / "report.md").read_text() == "run 1\n"  # until it is published, the last good run shows
+    publish(out, second)
+    assert (out / "report.md").read_text() == "run 2\n"
+    assert sorted(first.parent.iterdir()) == [second]
+    assert os.readlink(out) == os.path.relpath(second, out.parent)  # relative: the tree can move
+
+
+@pytest.mark.slow
+def test_the_whole_demo_runs_twice_in_one_tree(tree):
+    out = tree / "gate-report" / "demo"
+    for n in (1, 2):
+        code, text = gate_inprocess("demo", "--out", str(out))
+        assert code == 0, f"run {n}:\n{text[-3000:]}"
+        assert "Release A promoted, release B blocked and refused" in text and "leak scan: 0 of " in text
+        releases = _records(out / "gate.duckdb", "SELECT release_id FROM releases ORDER BY 1")
+        assert releases == [("demo-a",), ("demo-b",)]
+        assert (out / "release-report" / "index.html").is_file()
+    assert len(list((tree / "gate-report" / ".demo-runs").iterdir())) == 1
