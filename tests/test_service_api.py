@@ -242,7 +242,8 @@ def test_a_check_job_runs_and_its_findings_are_redacted(tmp_path):
         from gate.store.service import service_db
 
         with service_db(cfg.db) as con:
-            con.execute("INSERT INTO findings VALUES (?, 'pii', 'train', 6, 'messages', 'EMAIL_ADDRESS', 'error', ?, "
+            con.execute('INSERT INTO findings (run_id, "check", split, "row", field, rule, severity, message, '
+                        "snippet, row_id) VALUES (?, 'pii', 'train', 6, 'messages', 'EMAIL_ADDRESS', 'error', ?, "
                         "?, 'tri-000005')", [run_id, f"found {secret_mail}", f"write to {secret_mail} or call "
                                              "+1 415 555 0199"]).fetchall()
         res = c.get(f"/checks/runs/{run_id}/findings", headers=_auth(viewer))
