@@ -204,6 +204,41 @@ def test_nemo_automodel_own_parsers_accept_the_plan_and_reject_a_typo(tmp_path):
     assert not bad["ok"] and "max_recent_checkpoint" in bad["error"]
 
 
+@pytest.mark.skipif(not NEMO_PY.exists(), reason="nemo-automodel venv (.venv-nemo) not installed")
+def test_nemo_validation_encodes_every_row_with_the_real_chat_dataset(tmp_path):
+    """Row 0 is a plain triage row that AutoModel encodes; the tool-use rows behind it fail in AutoModel 0.7's own
+    ChatDataset with a GLM template (it hands tool-call arguments to the template as JSON strings, which the
+    template iterates with .items()). Encoding row 0 only said "validated"; every row is encoded now, and the
+    failure names the rows, their kind and AutoModel's error. A hub tokenizer is a skipped check, not a pass."""
+    import sys
+
+    from gate.commands.train import validate_plans
+    from gate.export import export_dataset
+    from gate.train.plan_launch import write_plan
+
+    sys.path.insert(0, str(ROOT / "fixtures"))
+    from build_glm_models import build
+
+    model = build()["glm5-tiny"]
+    export_dataset(str(ROOT / "fixtures/datasets/tool-use-clean"), "nemo-automodel", str(tmp_path / "tools"))
+    triage = (ROOT / "fixtures/datasets/triage-clean/train.jsonl").read_text().splitlines()[:5]
+    tools = (tmp_path / "tools" / "train.jsonl").read_text().splitlines()[:40]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join(triage + tools) + "\n")
+    spec = _spec(tmp_path, "glm5-lora-nemo.yaml", model=str(model), train_files=(str(mixed),), val_files=())
+    _, plan_dir = write_plan(spec, get_runner("nemo-automodel"))
+    hub = dataclasses.replace(spec, model="zai-org/GLM-5", output_dir=str(tmp_path / "hub"))
+    _, hub_dir = write_plan(hub, get_runner("nemo-automodel"))
+    verdict, hub_verdict = validate_plans("nemo-automodel", [plan_dir, hub_dir], str(NEMO_PY))
+    assert not verdict["ok"], verdict
+    err = verdict["error"]
+    n_tool = sum('"tool_calls"' in t for t in tools)
+    assert f"ChatDataset fails on {n_tool} of 45 encoded rows" in err, err
+    assert "'str object' has no attribute 'items'" in err and "tool_calls+multi_turn" in err
+    assert "(rows 5, " in err  # the first tool row, after the five triage rows that encode
+    assert hub_verdict["ok"] and any("ChatDataset tokenization" in c for c in hub_verdict["skipped"]), hub_verdict
+
+
 @pytest.mark.skipif(not SWIFT_PY.exists(), reason="ms-swift venv (.venv-swift) not installed")
 def test_ms_swift_own_parser_accepts_the_plan_and_rejects_3x_names(tmp_path):
     from gate.commands.train import validate_plans

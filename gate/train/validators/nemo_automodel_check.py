@@ -2,8 +2,9 @@
 
 What it proves without a GPU: the CLI accepts the command line, the recipe name resolves, every typed section the
 recipe reads (step_scheduler, lr_scheduler, optimizer, loss_fn, checkpoint) is built by AutoModel's own config classes
-(an unknown or misspelt key raises there), the PEFT and backend configs instantiate, and the ChatDataset tokenizes the
-training file with the model's own tokenizer and chat template.
+(an unknown or misspelt key raises there), the PEFT and backend configs instantiate, a multi-node launch parses with
+torchrun's own parser, and the ChatDataset encodes every training row (a seeded sample of 1,000 plus every row kind
+above that) with the model's own tokenizer and chat template. What could not be checked is listed under "skipped".
 
 Usage: python nemo_automodel_check.py PLAN_DIR [PLAN_DIR...]
   -> one stdout line per plan: {"ok": true, "checks": [...]}
@@ -16,11 +17,14 @@ import sys
 import traceback
 from pathlib import Path
 
+SAMPLE = 1000
+
 
 def main(plan_dir: str) -> int:
     plan = json.loads((Path(plan_dir) / "plan.json").read_text())
     cmd = plan["command"]
     done: list[str] = []
+    skipped: list[str] = []
     try:
         from nemo_automodel.cli.app import build_parser
         from nemo_automodel.cli.utils import resolve_recipe_name
@@ -66,21 +70,63 @@ def main(plan_dir: str) -> int:
         done.append(f"backend={type(backend).__name__}")
         tok_path = cfg.get("dataset.tokenizer.pretrained_model_name_or_path", None)
         if not (tok_path and Path(str(tok_path)).is_dir()):
-            done.append("dataset=skipped (tokenizer not local)")
-            print(json.dumps({"ok": True, "checks": done}))
-            return 0
-        ds = cfg.dataset.instantiate()
-        first = ds[0]
-        labels = first.get("labels")
-        n_sup = sum(1 for t in labels if t != -100) if labels is not None else None
-        assert n_sup, "the first row has no supervised token"
-        done.append(f"dataset={type(ds).__name__}(rows={len(ds)}, first_row_supervised_tokens={n_sup})")
+            skipped.append(f"ChatDataset tokenization of the training rows (tokenizer {tok_path} is not on this "
+                           "machine and the hub is not contacted)")
+        else:
+            ds = cfg.dataset.instantiate()
+            done.append(_encode_rows(ds))
     except Exception as exc:  # report, do not crash: the caller turns this into one line
         print(traceback.format_exc(limit=3), file=sys.stderr)
-        print(json.dumps({"ok": False, "checks": done, "error": f"{type(exc).__name__}: {exc}"[:500]}))
+        print(json.dumps({"ok": False, "checks": done, "skipped": skipped,
+                          "error": f"{type(exc).__name__}: {exc}"[:500]}))
         return 1
-    print(json.dumps({"ok": True, "checks": done}))
+    print(json.dumps({"ok": True, "checks": done, "skipped": skipped}))
     return 0
+
+
+def _kind(row: dict) -> str:
+    """A row's shape, for "every row kind is encoded": tool calls, several assistant turns, reasoning."""
+    msgs = [m for m in row.get("messages") or [] if isinstance(m, dict)]
+    parts = [name for name, hit in (
+        ("tool_calls", any(m.get("tool_calls") for m in msgs)),
+        ("multi_turn", sum(m.get("role") == "assistant" for m in msgs) > 1),
+        ("reasoning", any(m.get("reasoning_content") for m in msgs))) if hit]
+    return "+".join(parts) or "plain"
+
+
+def _encode_rows(ds: object) -> str:
+    """Every row through AutoModel's own ChatDataset (normalisation, chat template, answer-only mask), or above
+    SAMPLE rows a seeded sample plus the first row of every kind: one failing row fails training when it is drawn."""
+    import random
+
+    n = len(ds)  # type: ignore[arg-type]
+    rows = ds.dataset  # type: ignore[attr-defined]
+    kinds = [_kind(rows[i]) for i in range(n)]
+    idx = set(range(n)) if n <= SAMPLE else set(random.Random(1234).sample(range(n), SAMPLE))
+    idx |= {kinds.index(k) for k in set(kinds)}
+    failures: dict[str, list[int]] = {}
+    no_loss: list[int] = []
+    supervised = 0
+    for i in sorted(idx):
+        try:
+            labels = ds[i].get("labels")  # type: ignore[index]
+        except Exception as exc:
+            failures.setdefault(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}", []).append(i)
+            continue
+        n_sup = sum(1 for t in labels if t != -100) if labels is not None else 0
+        supervised += n_sup
+        if not n_sup:
+            no_loss.append(i)
+    if failures or no_loss:
+        msgs = [f"{len(v)} row(s) raise {err} (rows {', '.join(map(str, v[:5]))}; kinds "
+                f"{sorted({kinds[i] for i in v})})" for err, v in sorted(failures.items(), key=lambda kv: -len(kv[1]))]
+        if no_loss:
+            msgs.append(f"{len(no_loss)} row(s) have no supervised token (rows {', '.join(map(str, no_loss[:5]))})")
+        raise ValueError(f"ChatDataset fails on {sum(map(len, failures.values())) + len(no_loss)} of {len(idx)} "
+                         f"encoded rows: " + "; ".join(msgs))
+    counts = {k: kinds.count(k) for k in sorted(set(kinds))}
+    return (f"dataset={type(ds).__name__}(rows={n}, encoded={len(idx)}, kinds={counts}, "
+            f"supervised_tokens={supervised})")
 
 
 if __name__ == "__main__":
