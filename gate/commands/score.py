@@ -8,12 +8,42 @@ the single-writer rule of DuckDB is never hit.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
 from gate.errors import ExitCode
 from gate.report.console import make_console
+
+
+def show_progress(console: Any) -> bool:
+    """Bars only for a person at a terminal: in CI (`CI` set) or piped into a log they would be thousands of
+    carriage-return lines, and the summary printed at the end says everything a log needs."""
+    return bool(console.is_terminal) and not os.environ.get("CI")
+
+
+@contextmanager
+def progress_bars(console: Any, *, enabled: bool = True) -> Iterator[Any]:
+    """A rich bar per model and suite ("candidate · triage-heldout  37/120  0:00:41"), or None where
+    `show_progress` says no; the factory is what `run_score(progress=...)` calls."""
+    if not (enabled and show_progress(console)):
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console)
+
+    def factory(role: str, suite: str, total: int) -> Any:
+        task = bars.add_task(f"{role} · {suite}", total=total)
+        return lambda n: bars.advance(task, n)
+
+    with bars:
+        yield factory
 
 
 def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | None, engine: str,
@@ -51,12 +81,14 @@ def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | No
                "chat_template": chat_template, "model_hash": model_hash, "baseline_model_hash": baseline_model_hash,
                "concurrency": concurrency}
     stream = scorecard.kind == "operations"  # time to first token needs a streamed answer
-    outcome = run_score(scorecard, models, lambda spec: build_engine(engine, spec, base_url=base_url,
-                                                                     tool_parser=tool_parser,
-                                                                     reasoning_parser=reasoning_parser,
-                                                                     chat_template=chat_template, stream=stream,
-                                                                     concurrency=concurrency),
-                        cache_path=db_path(db), epoch=epoch, limit=limit, db=db, options=options)
+    with progress_bars(console, enabled=not quiet) as progress:
+        outcome = run_score(scorecard, models, lambda spec: build_engine(engine, spec, base_url=base_url,
+                                                                         tool_parser=tool_parser,
+                                                                         reasoning_parser=reasoning_parser,
+                                                                         chat_template=chat_template, stream=stream,
+                                                                         concurrency=concurrency),
+                            cache_path=db_path(db), epoch=epoch, limit=limit, db=db, options=options,
+                            progress=progress)
     if not outcome.complete:
         bad = [f"{r.spec.role} {r.errors} of {len(r.samples)}" for r in outcome.runs if r.status != "complete"]
         console.print(f"gate: run incomplete: requests failed after retries ({', '.join(bad)}); "

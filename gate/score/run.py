@@ -78,6 +78,9 @@ class ScoreOutcome:
 
 
 EngineFactory = Callable[[ModelSpec], Engine]
+# (role, suite, answers expected) -> advance(n): one progress bar per model and suite, fed as answers come back
+# (cache hits at once, then each batch or request); None shows nothing (CI, the service, tests)
+ProgressFactory = Callable[[str, str, int], Callable[[int], None]]
 
 
 def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
@@ -134,11 +137,13 @@ def _score_one(scorer: Any, item: Item, resp: Response) -> Score:
 
 
 def run_model(scorecard: Scorecard, spec: ModelSpec, engine: Engine, *, comparison_id: str, epoch: int = 0,
-              limit: int | None = None, db: str | None = None, options: dict[str, Any] | None = None) -> ModelRun:
+              limit: int | None = None, db: str | None = None, options: dict[str, Any] | None = None,
+              progress: ProgressFactory | None = None) -> ModelRun:
     """Answers and scores every (limited) suite item with an already wrapped engine; records the run."""
     from gate import __version__
     from gate.score.metrics import aggregate
     from gate.serve.cache import CachedEngine
+    from gate.serve.engine import watch_answers
     from gate.store.metrics import record_metrics
     from gate.store.scores import begin_score_run, finish_score_run
 
@@ -161,6 +166,7 @@ def run_model(scorecard: Scorecard, spec: ModelSpec, engine: Engine, *, comparis
             specs = scorecard.scorers_for(suite.name)
             choice_lls = _choice_loglikelihoods(engine, [(sp.name, scorers[sp.name]) for sp in specs], items, reqs)
             ops = [sp.name for sp in specs if sp.type == "operations"]
+            watch_answers(engine, progress(spec.role, suite.name, len(items) * epochs) if progress else None)
             for e in range(epochs):
                 # each epoch asks again (its own cache key), so repeated sampling is real and resumable
                 if isinstance(engine, CachedEngine):
@@ -194,6 +200,7 @@ def run_model(scorecard: Scorecard, spec: ModelSpec, engine: Engine, *, comparis
                             run.scores.append({"run_id": run.run_id, "suite": suite.name, "item_id": it.id,
                                                "category": it.category, "scorer": sp.name, "key": "error",
                                                "value": None, "explanation": sc.explanation, "epoch": epoch + e})
+        watch_answers(engine, None)
     run.seconds = time.perf_counter() - t0
     run.finished_at = datetime.now(UTC)
     run.status = "complete" if run.errors == 0 else "incomplete"
@@ -243,7 +250,7 @@ def _choice_loglikelihoods(engine: Engine, scorers: list[tuple[str, Any]], items
 
 def run_score(scorecard: Scorecard, models: list[ModelSpec], factory: EngineFactory, *, cache_path: str,
               epoch: int = 0, limit: int | None = None, db: str | None = None,
-              options: dict[str, Any] | None = None) -> ScoreOutcome:
+              options: dict[str, Any] | None = None, progress: ProgressFactory | None = None) -> ScoreOutcome:
     """Runs every model in turn (one engine up at a time: two models rarely fit side by side) through the cache."""
     from gate.serve.cache import CachedEngine, ResponseCache
 
@@ -253,7 +260,7 @@ def run_score(scorecard: Scorecard, models: list[ModelSpec], factory: EngineFact
     for spec in models:
         engine = CachedEngine(factory(spec), cache, epoch=epoch, bypass=scorecard.kind == "operations")
         outcome.runs.append(run_model(scorecard, spec, engine, comparison_id=outcome.comparison_id, epoch=epoch,
-                                      limit=limit, db=db, options=options))
+                                      limit=limit, db=db, options=options, progress=progress))
     return outcome
 
 

@@ -125,17 +125,44 @@ class CachedEngine(Engine):
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         if self.bypass:
-            return self.engine.generate(requests)
+            return self._ask(requests)
         ident = self.engine.identity
         keys = [cache_key(ident, r, self.epoch) for r in requests]
         hits = self.cache.get_many(sorted(set(keys)))
         miss_idx = [i for i, k in enumerate(keys) if k not in hits]
+        self._report(len(requests) - len(miss_idx))  # answered from the cache at once
         # Identical requests inside one batch are asked once.
         first: dict[str, int] = {}
         for i in miss_idx:
             first.setdefault(keys[i], i)
         todo = list(first.values())
-        fresh = self.engine.generate([requests[i] for i in todo]) if todo else []
+        fresh = self._ask([requests[i] for i in todo]) if todo else []
+        self._report(len(miss_idx) - len(todo))  # the duplicates share the answer just taken
         got = {keys[i]: resp for i, resp in zip(todo, fresh, strict=True)}
         self.cache.put_many([(keys[i], ident, requests[i], self.epoch, got[keys[i]]) for i in todo])
         return [hits[k] if k in hits else got[k] for k in keys]
+
+    def _report(self, n: int) -> None:
+        if self.on_answers is not None and n:
+            self.on_answers(n)
+
+    def _ask(self, requests: Sequence[Request]) -> list[Response]:
+        """The wrapped engine's answers, its progress passed through as it reports it; whatever it did not report
+        (an engine without the hook) is reported when it returns, so the count always reaches len(requests)."""
+        if self.on_answers is None:
+            return self.engine.generate(requests)
+        from gate.serve.engine import watch_answers
+
+        seen = [0]
+
+        def hook(n: int) -> None:
+            seen[0] += n
+            self._report(n)
+
+        watch_answers(self.engine, hook)
+        try:
+            out = self.engine.generate(requests)
+        finally:
+            watch_answers(self.engine, None)
+        self._report(max(0, len(requests) - seen[0]))
+        return out

@@ -121,6 +121,7 @@ class OpenAIClient:
         self.api_key = api_key
         self.extra_body = extra_body or {}
         self.stream = stream
+        self.on_answers: Any = None  # progress hook (Engine.on_answers): called with 1 as each request finishes
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Blocking form for sync callers; runs its own event loop (in a thread if one is already running)."""
@@ -156,7 +157,10 @@ class OpenAIClient:
 
             async def one(req: Request) -> Response:
                 async with sem:
-                    return await self._one(http, req)
+                    resp = await self._one(http, req)
+                if self.on_answers is not None:
+                    self.on_answers(1)
+                return resp
 
             return list(await asyncio.gather(*(one(r) for r in requests)))
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from gate import install_hint
@@ -68,12 +69,13 @@ class EmbeddedEngine(Engine):
             raise EngineError(f"the embedded engine needs torch and transformers ({exc}); "
                               f"{install_hint('train')}") from None
         try:
-            tok = AutoTokenizer.from_pretrained(self.model_path)
-            model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, self.dtype))
-            if self.adapter_path:
-                from peft import PeftModel
+            with _quiet_loading():
+                tok = AutoTokenizer.from_pretrained(self.model_path)
+                model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, self.dtype))
+                if self.adapter_path:
+                    from peft import PeftModel
 
-                model = PeftModel.from_pretrained(model, self.adapter_path)
+                    model = PeftModel.from_pretrained(model, self.adapter_path)
         except Exception as exc:
             msg = f"cannot load model {self.model_path}: {type(exc).__name__}: {exc}".splitlines()[0]
             raise EngineError(msg) from None
@@ -104,6 +106,8 @@ class EmbeddedEngine(Engine):
                 except Exception as exc:
                     for i in chunk:
                         out[i] = Response(text="", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+                if self.on_answers is not None:
+                    self.on_answers(len(chunk))
         return [r for r in out if r is not None]
 
     @property
@@ -200,3 +204,22 @@ class EmbeddedEngine(Engine):
                      **({"response_format": "unconstrained"} if req.response_format else {})},
             ))
         return out
+
+
+@contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """transformers prints a "Loading weights" tqdm bar (on stderr, TTY or not) and peft a FutureWarning on every
+    load: noise in CI logs and a second, foreign bar under `gate score`'s own. Silenced for the load only."""
+    import warnings
+
+    from transformers.utils import logging as tlog
+
+    was = tlog.is_progress_bar_enabled()
+    tlog.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        if was:
+            tlog.enable_progress_bar()

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -158,6 +158,10 @@ class Engine(ABC):
     """
 
     name: str = "engine"
+    # Called with a count as answers come back (a batch in-process, each request on a server), so `gate score` can
+    # show progress inside one suite; None: nobody is watching. Engines without the hook still work: the cache
+    # layer tops the count up when `generate` returns.
+    on_answers: Callable[[int], None] | None = None
 
     @property
     @abstractmethod
@@ -192,3 +196,12 @@ class Engine(ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def watch_answers(engine: Engine, hook: Callable[[int], None] | None) -> None:
+    """Sets the progress hook on an engine and on the HTTP client it answers through (vLLM, SGLang and url engines
+    hold one as `client`), so a new server engine reports per request without code of its own."""
+    engine.on_answers = hook
+    client = getattr(engine, "client", None)
+    if client is not None and hasattr(client, "on_answers"):
+        client.on_answers = hook

@@ -159,3 +159,88 @@ def test_cli_scores_through_a_real_vllm_server_with_a_tool_parser(tiny, tmp_path
     assert runs == [("complete", 2)]
     samples = _rows(db, "SELECT error FROM samples")
     assert len(samples) == 2 and all(e is None for (e,) in samples)
+
+
+# --- progress (issue 16, item 22) -------------------------------------------------------------------------------
+
+class _Bars:
+    """A progress factory that records what `gate score` would draw: bars opened and every advance."""
+
+    def __init__(self) -> None:
+        self.opened: list[tuple[str, str, int]] = []
+        self.steps: dict[tuple[str, str], list[int]] = {}
+
+    def __call__(self, role: str, suite: str, total: int):
+        self.opened.append((role, suite, total))
+        steps = self.steps.setdefault((role, suite), [])
+        return steps.append
+
+
+def test_progress_has_a_bar_per_model_and_suite_fed_as_answers_arrive(triage_server, tmp_path):
+    srv, card = triage_server
+    db = str(tmp_path / "g.duckdb")
+    models = [ModelSpec("candidate", "tiny"), ModelSpec("baseline", "tinylora")]
+
+    def go(bars):
+        return run_score(card, models, lambda s: build_engine("url", s, base_url=srv.url, concurrency=2),
+                         cache_path=db, limit=5, db=db, progress=bars)
+
+    first = _Bars()
+    assert go(first).complete
+    suite = card.suites[0].name
+    assert first.opened == [("candidate", suite, 5), ("baseline", suite, 5)]
+    # one step per request as the server answers, not one lump when the suite is over
+    assert first.steps == {("candidate", suite): [1] * 5, ("baseline", suite): [1] * 5}
+    rerun = _Bars()
+    assert go(rerun).complete
+    assert rerun.steps == {("candidate", suite): [5], ("baseline", suite): [5]}  # all from the cache, at once
+
+
+def test_progress_bars_draw_on_a_terminal_and_stay_quiet_in_ci(triage_server, tmp_path):
+    """A real pseudo-terminal: rich draws the bars there; with CI set (and in every run_gate test, not a TTY)
+    nothing but the summary is printed."""
+    import pty
+    import subprocess
+    import sys
+
+    srv, _ = triage_server
+
+    def on_tty(ci: bool, n: int) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+        env.update(TERM="xterm", COLUMNS="120", **({"CI": "true"} if ci else {}))
+        master, slave = pty.openpty()
+        args = ["score", "tiny", "--scorecard", str(TRIAGE), "--engine", "url", "--base-url", srv.url, "--db",
+                str(tmp_path / f"g{n}.duckdb"), "--out", str(tmp_path / f"o{n}"), "--limit", "3", "--model-hash", "h"]
+        proc = subprocess.Popen([sys.executable, "-m", "gate", *args], stdin=slave, stdout=slave, stderr=slave,
+                                env=env, cwd=ROOT)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(master)
+        assert proc.wait(timeout=300) == 0
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    shown = on_tty(False, 1)
+    assert "candidate · triage-heldout" in shown and "3/3" in shown
+    quiet = on_tty(True, 2)
+    assert "candidate · triage-heldout" not in quiet and "reports:" in quiet
+    piped = run_gate("score", "tiny", "--scorecard", str(TRIAGE), "--engine", "url", "--base-url", srv.url,
+                     "--db", str(tmp_path / "g3.duckdb"), "--out", str(tmp_path / "o3"), "--limit", "3",
+                     "--model-hash", "h", env={"CI": ""})
+    assert piped.returncode == 0 and "candidate · triage-heldout" not in piped.stdout + piped.stderr
+
+
+def test_embedded_score_prints_no_loading_weights_bar(tiny, tmp_path):
+    """transformers 5 draws a "Loading weights" tqdm bar on stderr at every model load, terminal or not."""
+    r = run_gate("score", str(tiny[0]), "--adapter", str(tiny[1]), "--scorecard", str(TRIAGE), "--db",
+                 str(tmp_path / "g.duckdb"), "--out", str(tmp_path / "o"), "--limit", "2")
+    assert r.returncode in (0, 100), r.stdout + r.stderr
+    assert "Loading weights" not in r.stdout + r.stderr
+    assert "FutureWarning" not in r.stderr and "it/s" not in r.stderr
