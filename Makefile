@@ -11,7 +11,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 # CUDA-only wheels, so torch's CPU wheel first, then sglang without its dependencies, then what server_args imports.
 SGLANG_VENV  ?= .venv-sglang
 SGLANG_STAMP := $(SGLANG_VENV)/.installed
-# (triton too: sglang.srt.utils imports it at module level; measured: 6.5 min to build, 2.3 GB)
+# (triton too: sglang.srt.utils imports it at module level; measured from scratch: 5 min on 2 cores, 2.3 GB)
 SGLANG_DEPS  := triton==3.9.0 numpy==2.4.6 orjson==3.13.0 psutil==7.2.2 pybase64==1.5.1 requests==2.34.2 \
                 packaging==26.4 pillow==13.0.0 starlette==1.10.0 msgspec==0.23.0 pydantic==2.14.4 pyzmq==27.3.0 \
                 tqdm==4.70.1 ipython==9.18.1 aiohttp==3.14.5
