@@ -495,10 +495,8 @@ def watch(
     for_: Annotated[str | None, typer.Option("--for", help="With --follow: stop after this long (30s, 15m, 2h); "
                                                            "exit 0 if nothing fired.")] = None,
 ) -> None:
-    """Evaluate the scorecard's rollback triggers on production metrics about one release (--release, else current).
-
-    Exit codes: 0 no trigger fired, 100 a trigger fired (ROLLBACK), 1 the watch could not run (bad input, endpoint
-    down, --rollback on a release that is not current), 2 usage error."""
+    """Evaluate the scorecard's rollback triggers on production metrics about one release (--release, else current):
+    ROLLBACK (exit 100) when one fires; --rollback on a release that is not current changes nothing (exit 1)."""
     from gate.commands.release import run_watch
     from gate.errors import GateError
     from gate.release.watch import window_seconds
