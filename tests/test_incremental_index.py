@@ -75,7 +75,17 @@ def test_incremental_equals_full_check(tmp_path, monkeypatch, kind, contract_fil
         assert a.name == b.name
         assert b.findings == a.findings, a.name
         assert b.status == a.status, a.name
+        # every cluster holds a changed row here, so the counts the summary shows match too (issue 18 item 9)
+        assert b.counts.get("clusters") == a.counts.get("clusters"), a.name
+        if a.name == "exact_duplicate":
+            assert b.summary == a.summary
     assert inc.verdict == full.verdict == "fail"
+    from gate.report.check_report import to_markdown
+
+    sha = git(repo, "rev-parse", "HEAD~1").strip()
+    assert (f"Incremental against `{sha[:12]}` (`HEAD~1`): {inc.options['changed_rows']:,} new row(s) checked"
+            in to_markdown(inc))
+    assert "Incremental against" not in to_markdown(full)
     # the changed rows are in the index now, added atomically; the dataset is untouched
     assert _manifest(index)["rows"] == rows_before + inc.options["changed_rows"]
     assert {p.name: p.read_bytes() for p in (repo / "data").iterdir()} == before

@@ -334,7 +334,10 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
             res_counts = {"changed_rows": n_changed}
             c.findings = [f for f in c.findings if keep_exact(f)]
             c.counts.clear()
-            c.counts.update(scanned=total_rows, dropped_duplicate=len(c.findings), clusters=len(hot_texts),
+            # the clusters a full check counts that hold a changed row: texts with a duplicate, not every changed
+            # row's text (issue 18 item 9: "1 duplicate row(s) in 20 cluster(s)" where the full check said one)
+            dup_texts = {(f.split, text_of.get((f.split, f.row or 0))) for f in c.findings}
+            c.counts.update(scanned=total_rows, dropped_duplicate=len(c.findings), clusters=len(dup_texts),
                             kept=total_rows - len(c.findings), **res_counts)
             results.append(c.result())
         else:
@@ -344,6 +347,8 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
             c.counts[key] = len(kept)
             c.counts["scanned"] = total_rows
             c.counts["changed_rows"] = n_changed
+            if "clusters" in c.counts:  # as the full check counts them, for the clusters that hold a changed row
+                c.counts["clusters"] = _clusters_with(c, changed_keys)
             if n == "near_duplicate":
                 c.counts["kept"] = total_rows - len(kept)
             if n == "leakage" and len(splits) > 1:
@@ -371,6 +376,15 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     return CheckRun(run_id=run_id[:16], dataset=str(dataset), contract=contract, splits=stats, results=results,
                     started_at=started, seconds=time.perf_counter() - t0, fingerprint=fingerprint, options=options,
                     timings=timings)
+
+
+def _clusters_with(check: Check, changed: set[tuple[str, int]]) -> int:
+    """How many of the check's clusters hold a changed row (the others are old news, their findings dropped)."""
+    cl = getattr(check, "_clustering", None)
+    if cl is None:
+        return 0
+    return sum(any((cl.splits[cl.keys[p][0]], cl.keys[p][1]) in changed for p in cluster.members)
+               for cluster in cl.result.clusters)
 
 
 def _relevant_clusters(instances: dict[str, Check], changed: set[tuple[str, int]]

@@ -52,6 +52,16 @@ def to_json(run: CheckRun) -> dict[str, Any]:
     }
 
 
+def incremental_line(run: CheckRun) -> str:
+    """Which mode ran, for a `--base` run (issue 18 item 9): a reader must know the verdict is on the new rows only."""
+    o = run.options
+    if not o.get("base_commit"):
+        return ""
+    return (f"Incremental against `{str(o['base_commit'])[:12]}` (`{o.get('base')}`): {o.get('changed_rows', 0):,} "
+            f"new row(s) checked (added or edited); duplicates and leakage against the index of "
+            f"{o.get('index_rows', 0):,} row(s)")
+
+
 def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
     verdict = "✅ PASS" if run.verdict == "pass" else "❌ FAIL"
     failed = [r.name for r in run.results if r.status == "fail"]
@@ -61,6 +71,8 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
                  f"fingerprint `{run.fingerprint[:12]}`, contract `{run.contract.sha256[:12]}`).")
     if failed:
         lines.append(f"Failed checks: {', '.join(f'`{n}`' for n in failed)}.")
+    if incremental_line(run):
+        lines.append(incremental_line(run) + ".")
     novelty = run.options.get("novelty")
     if novelty:  # a pull-request run: what it adds, and what was there at its base already
         policy = "fail too" if novelty.get("fail_on_existing") else "do not fail the change (`--fail-on-existing`)"

@@ -25,6 +25,9 @@ def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> N
         console.print(table)
     # the run id with the verdict, quiet or not: `gate release create --data-check RUN` needs it (issue 18 item 10)
     recorded = "" if "db" in run.options else " (not recorded)"
+    if run.options.get("base_commit"):  # `--base`: say the verdict is on the new rows only
+        recorded += f"; incremental against {str(run.options['base_commit'])[:12]}: " \
+                    f"{run.options.get('changed_rows', 0):,} new row(s)"
     console.print(f"{verdict} {run.dataset}: {run.rows:,} rows, "
                   f"{sum(len(r.findings) for r in run.results):,} finding(s), {run.seconds:.1f} s, "
                   f"run {run.run_id}{recorded} → {report_dir}/report.md", soft_wrap=True)
