@@ -70,6 +70,8 @@ $(SWIFT_STAMP): tools/trainers/swift.constraints.txt
 	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check -U pip
 	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
 	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check -c tools/trainers/swift.constraints.txt ms-swift==4.6.0
+	# Megatron-SWIFT's argument classes and megatron-core's TransformerConfig, without their GPU stack
+	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check --no-deps megatron-core==0.16.1 mcore-bridge==1.6.5
 	touch $(SWIFT_STAMP)
 
 $(NEMO_STAMP): tools/trainers/nemo.constraints.txt

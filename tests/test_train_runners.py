@@ -139,7 +139,8 @@ def test_megatron_args_match_golden(tmp_path):
     spec = dataclasses.replace(spec, runner_options={"ms-swift": {"backend": "megatron", "template": "glm4_7"}},
                                parallelism=dataclasses.replace(spec.parallelism, ep=16, pp=1))
     args = megatron_args(spec)
-    _golden("glm5-lora-megatron.args.json", args)
+    # written by test_megatron_plan_parses_with_megatron_swift_and_megatron_core once ms-swift's parser accepted it
+    assert _norm(args) == json.loads((GOLDEN / "glm5-lora-megatron.args.json").read_text())
     assert args[args.index("--expert_model_parallel_size") + 1] == "16"
     i = args.index("--target_modules")
     assert args[i + 1:i + 3] == ["all-linear", "--merge_lora"]  # HF names mean nothing to Megatron
@@ -260,6 +261,41 @@ def test_ms_swift_own_parser_accepts_the_plan_and_rejects_3x_names(tmp_path):
     assert "effective LoRA" in checks and "modules=['kv_a_proj_with_mqa', 'kv_b_proj', 'o_proj'" in checks
     dropped = {w.split(":")[0] for w in verdict["warnings"]}
     assert dropped == {"LoRA target gate_proj", "LoRA target up_proj", "LoRA target down_proj"}, verdict
+
+
+@pytest.mark.skipif(not SWIFT_PY.exists(), reason="ms-swift venv (.venv-swift) not installed")
+def test_megatron_plan_parses_with_megatron_swift_and_megatron_core(tmp_path):
+    """ms-swift's real MegatronSftArguments parser (megatron-core 0.16.1 and mcore-bridge installed without their
+    GPU dependencies; only transformer-engine and triton stubbed) accepts the plan, and megatron-core's own
+    TransformerConfig accepts its recompute settings. The old names (`--save_interval`, the former golden file) and
+    `full` recompute without a method are refused by the same code. The golden file is written from here, after the
+    real parser accepted it (GATE_UPDATE_GOLDEN=1)."""
+    from gate.commands.train import validate_plans
+    from gate.train.plan_launch import write_plan
+
+    base = load_spec(ROOT / "trainspecs" / "glm5-lora-swift.yaml")
+    spec = dataclasses.replace(base, runner_options={"ms-swift": {"backend": "megatron", "template": "glm4_7"}},
+                               parallelism=dataclasses.replace(base.parallelism, ep=16, pp=1))
+    dirs = []
+    no_method = '"--recompute_method",\n    "uniform",\n    "--recompute_num_layers",\n    "1",\n'
+    for name, edit in (("good", None), ("old-names", ('"--save_steps"', '"--save_interval"')),
+                       ("no-method", (no_method, ""))):
+        _, d = write_plan(dataclasses.replace(spec, output_dir=str(tmp_path / name)), get_runner("ms-swift"))
+        if edit:
+            f = d / "megatron_sft.args.json"
+            assert edit[0] in f.read_text()
+            f.write_text(f.read_text().replace(*edit))
+        dirs.append(d)
+    good, old, no_method = validate_plans("ms-swift", dirs, str(SWIFT_PY))
+    assert good["ok"], good
+    assert "megatron sft arguments" in good["checks"]
+    assert "megatron-core TransformerConfig(recompute=full/uniform/1)" in good["checks"]
+    assert any("MegatronSftArguments post-parse" in c for c in good["skipped"])  # said, not hidden
+    assert not old["ok"] and "--save_interval" in old["error"], old
+    assert not no_method["ok"] and "recompute_method must be" in no_method["error"], no_method
+    if UPDATE:
+        args = json.loads((dirs[0] / "megatron_sft.args.json").read_text())["args"]
+        (GOLDEN / "glm5-lora-megatron.args.json").write_text(json.dumps(_norm(args), indent=2) + "\n")
 
 
 @pytest.mark.skipif(not SWIFT_PY.exists(), reason="ms-swift venv (.venv-swift) not installed")

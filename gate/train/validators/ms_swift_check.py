@@ -40,6 +40,79 @@ def _parse(cls: Any, argv: list[str]) -> Any:
     return ns
 
 
+GPU_ONLY = ("transformer_engine", "triton")
+
+
+def _stub_gpu_modules() -> list[str]:
+    """Megatron-SWIFT imports transformer-engine and triton kernels at import time; neither installs on a CPU
+    machine. Only those missing GPU modules are replaced by inert stand-ins (any attribute is a class, any call
+    returns itself), so ms-swift's argument classes and megatron-core's TransformerConfig are the real ones."""
+    import importlib.abc
+    import importlib.machinery
+    import importlib.util
+    import types
+
+    missing = [m for m in GPU_ONLY if importlib.util.find_spec(m) is None]
+    if not missing:
+        return []
+
+    def stub_class(name: str) -> type:
+        def attr(self: Any, key: str) -> Any:
+            if key.startswith("__"):
+                raise AttributeError(key)
+            return stub_class(key)()
+
+        def cls_attr(cls: Any, key: str) -> Any:
+            if key.startswith("__"):
+                raise AttributeError(key)
+            return stub_class(key)
+
+        meta = type("StubMeta", (type,), {"__getattr__": cls_attr})
+        return meta(name, (), {"__init__": lambda self, *a, **k: None, "__call__": lambda self, *a, **k: self,
+                               "__getattr__": attr, "__getitem__": lambda self, k: self})
+
+    class StubModule(types.ModuleType):
+        def __getattr__(self, key: str) -> Any:
+            if key.startswith("__"):
+                raise AttributeError(key)
+            return sys.modules.get(f"{self.__name__}.{key}") or stub_class(key)
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname.split(".")[0] in missing:
+                return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+            return None
+
+        def create_module(self, spec: Any) -> Any:
+            mod = StubModule(spec.name)
+            mod.__path__ = []
+            # a version probe: below 2.x megatron-core falls back to None classes that mcore-bridge then patches
+            mod.__version__ = "2.9.0"
+            return mod
+
+        def exec_module(self, module: Any) -> None:
+            return None
+
+    sys.meta_path.insert(0, Finder())
+    return missing
+
+
+def _transformer_config(ns: Any) -> str:
+    """megatron-core's own TransformerConfig validation (recompute, parallel sizes, MoE flags) on the parsed
+    arguments, with a small model shape: the checks that refuse a launch do not depend on the model's size."""
+    import dataclasses
+
+    from megatron.core.transformer import TransformerConfig
+
+    names = {f.name for f in dataclasses.fields(TransformerConfig)}
+    kw = {k: v for k, v in vars(ns).items() if k in names and v is not None}
+    kw.update(num_layers=4, hidden_size=64, num_attention_heads=4)
+    kw.setdefault("num_moe_experts", max(8, int(kw.get("expert_model_parallel_size") or 1)))
+    TransformerConfig(**kw)
+    return (f"megatron-core TransformerConfig(recompute={kw.get('recompute_granularity')}/"
+            f"{kw.get('recompute_method')}/{kw.get('recompute_num_layers')})")
+
+
 def _post_parse(cls: Any, ns: Any, skipped: list[str]) -> Any:
     """Builds the arguments dataclass so the trainer's own `__post_init__` validation runs; returns it or None."""
     import tempfile
@@ -117,15 +190,21 @@ def main(plan_dir: str) -> int:
 
         done.append(f"ms-swift {swift.__version__}")
         if program[0] == "megatron":
+            stubbed = _stub_gpu_modules()
             try:
                 from swift.megatron.arguments import MegatronSftArguments
-            except ImportError as exc:  # megatron-core / transformer-engine are GPU stacks
+            except ImportError as exc:  # megatron-core / mcore-bridge not installed
                 skipped.append(f"megatron sft arguments: nothing of the Megatron plan was parsed (megatron stack not "
                                f"importable: {exc})")
                 print(json.dumps({"ok": True, "checks": done, "skipped": skipped, "warnings": warnings}))
                 return 0
+            if stubbed:
+                done.append(f"GPU-only modules stubbed: {', '.join(stubbed)}")
             ns = _parse(MegatronSftArguments, argv)
             done.append("megatron sft arguments")
+            done.append(_transformer_config(ns))
+            skipped.append("MegatronSftArguments post-parse checks (they initialise torch.distributed and load the "
+                           "model: GPU ranks only)")
         else:
             from swift.arguments import SftArguments
 
