@@ -81,3 +81,26 @@ def test_the_whole_demo_runs_twice_in_one_tree(tree):
         assert releases == [("demo-a",), ("demo-b",)]
         assert (out / "release-report" / "index.html").is_file()
     assert len(list((tree / "gate-report" / ".demo-runs").iterdir())) == 1
+
+
+def test_a_rerun_into_a_shared_record_gets_release_ids_it_does_not_hold(tmp_path):
+    """With `--db`/GATE_DB the record is the user's, and may hold an earlier demo's demo-a (the rerun failed with
+    `--id: release 'demo-a' already exists`): the new releases get the run's stamp."""
+    import random
+
+    from gate.commands.demo import _release_ids, new_run_dir
+    from gate.store.releases import list_releases, record_decision, record_release
+    from tests.dashboard_seed import release_rows, seed_check_run
+
+    db = str(tmp_path / "shared.duckdb")
+    run_dir = new_run_dir(tmp_path / "demo")
+    assert _release_ids(db, True, run_dir) == ("demo-a", "demo-b")
+    check = seed_check_run(db)
+    assert _release_ids(db, False, run_dir) == ("demo-a", "demo-b")  # a record without them: the plain ids
+    decision, gates, comps, rel = release_rows("triage", 0, rng=random.Random(1), check_run=check)
+    record_decision(decision, gates, comps, db)
+    record_release({**rel, "release_id": "demo-a"}, db)
+    a, b = _release_ids(db, False, run_dir)
+    stamp = run_dir.name.split("-")[0]
+    assert (a, b) == (f"demo-a-{stamp}", f"demo-b-{stamp}")
+    assert not {a, b} & {r["release_id"] for r in list_releases(db)}
