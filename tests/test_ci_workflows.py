@@ -8,45 +8,32 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
 
 from tests.conftest import CONTRACTS, ROOT, triage_row, write_jsonl
+from tests.fake_github import FakeGitHub
 
 GITHUB = ROOT / "ci" / "github" / "dataset-gate.yml"
 GITLAB = ROOT / "ci" / "gitlab" / "dataset-gate.yml"
 CHECK_ARGS = "--checks exact_duplicate --no-db"  # the fastest check that a planted duplicate fails
 
 
-class _Api(BaseHTTPRequestHandler):
-    """Records every POST (path, headers, body) and answers 201 like GitHub and GitLab do."""
-
-    calls: list[dict] = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.calls.append({"path": self.path, "headers": dict(self.headers), "body": body})
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(b'{"id": 1}')
-
-    def log_message(self, *args):
-        pass
+MARKER = "<!-- gate-report -->"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def api():
-    _Api.calls = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _Api.calls
-    server.shutdown()
+    """A fresh fake API per test: each one starts with no comments on the pull request."""
+    with FakeGitHub() as gh:
+        yield gh.url, gh.calls
+
+
+def _writes(calls):
+    """The requests that post or edit a comment (the comment script reads the PR's comments first)."""
+    return [c for c in calls if c["method"] != "GET"]
 
 
 def _git(cwd, *args):
@@ -180,10 +167,10 @@ def test_github_clean_pr_passes_and_comments_the_report(repo, api, tmp_path):
     assert report.startswith("## gate check: ✅ PASS")
     assert "exit_code=0" in output.read_text()
     assert report in summary.read_text()
-    [call] = calls
-    assert call["path"] == "/repos/acme/datasets/issues/7/comments"
+    [call] = _writes(calls)
+    assert (call["method"], call["path"]) == ("POST", "/repos/acme/datasets/issues/7/comments")
     assert call["headers"]["Authorization"] == "Bearer ghs-test-token"
-    assert json.loads(call["body"]) == {"body": report}
+    assert json.loads(call["body"]) == {"body": f"{MARKER}\n{report}"}
     import xml.etree.ElementTree as ET
 
     assert ET.parse(repo / "gate-report" / "junit.xml").getroot().tag in ("testsuites", "testsuite")
@@ -197,8 +184,8 @@ def test_github_faulty_pr_fails_with_100_and_the_comment_is_the_report(repo, api
     report = (repo / "gate-report" / "report.md").read_text()
     assert report.startswith("## gate check: ❌ FAIL") and "exact_duplicate" in report
     assert "exit_code=100" in output.read_text()
-    [call] = calls
-    assert json.loads(call["body"])["body"] == report
+    [call] = _writes(calls)
+    assert json.loads(call["body"])["body"] == f"{MARKER}\n{report}"
     junit = (repo / "gate-report" / "junit.xml").read_text()
     assert "<failure" in junit
 
@@ -210,7 +197,7 @@ def test_github_pr_without_data_changes_passes_and_says_so(repo, api, tmp_path):
     assert rc == 0
     report = (repo / "gate-report" / "report.md").read_text()
     assert "No dataset files under `data/triage` changed since `origin/main`" in report
-    assert json.loads(calls[0]["body"])["body"] == report
+    assert json.loads(_writes(calls)[0]["body"])["body"] == f"{MARKER}\n{report}"
 
 
 def test_gitlab_faulty_mr_fails_with_100_and_notes_the_report(repo, api, tmp_path):
@@ -230,7 +217,7 @@ def test_gitlab_faulty_mr_fails_with_100_and_notes_the_report(repo, api, tmp_pat
     assert res.returncode == 100, res.stderr
     report = (repo / "gate-report" / "report.md").read_text()
     assert report.startswith("## gate check: ❌ FAIL")
-    [call] = calls
+    [call] = _writes(calls)
     assert call["path"] == "/api/v4/projects/42/merge_requests/3/notes"
     assert call["headers"]["PRIVATE-TOKEN"] == "glpat-test"
     assert urllib.parse.parse_qs(call["body"].decode())["body"] == [report]
@@ -251,3 +238,63 @@ def test_gate_that_cannot_run_fails_the_job_and_says_why(repo, api, tmp_path):
     assert md.startswith("## gate check: ⚠️ could not run (exit 1)") and "missing.yaml" in md
     res = subprocess.run(["bash", "ci/scripts/gate-verdict.sh"], cwd=repo, env=env, capture_output=True, text=True)
     assert res.returncode == 1
+
+
+# ---- issue 18 items 6 and 7: one comment updated in place; commenting is best effort -------------------------
+
+def _comment(tmp_path, url, *, token="ghs-test-token", pr="7"):
+    body = tmp_path / "report.md"
+    body.write_text("## gate check: ❌ FAIL\n\nrow 3 is a duplicate\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GATE_"))}
+    env.update({"GITHUB_API_URL": url, "GITHUB_REPOSITORY": "acme/datasets", "GATE_PR_NUMBER": pr,
+                "GITHUB_TOKEN": token})
+    res = subprocess.run(["bash", str(ROOT / "ci/scripts/github-comment.sh"), str(body)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    return res, body.read_text()
+
+
+def test_the_report_comment_is_found_by_its_marker_on_any_page_and_edited_in_place(tmp_path):
+    with FakeGitHub() as gh:
+        # 130 comments by people, the gate's own from an earlier push at 111 (page 2 of GitHub's 100 a page)
+        bodies = [f"looks good {i}" for i in range(130)]
+        bodies[110] = f"{MARKER}\n## gate check: ✅ PASS\n"
+        ids = gh.seed("acme/datasets", 7, bodies)
+        res, report = _comment(tmp_path, gh.url)
+        assert res.returncode == 0, res.stderr
+        assert "updated the gate report comment on #7" in res.stdout
+        gets = [c for c in gh.calls if c["method"] == "GET"]
+        assert len(gets) == 2 and "page=2" in gets[1]["path"]  # followed the Link header
+        [patch] = _writes(gh.calls)
+        assert (patch["method"], patch["path"]) == ("PATCH", f"/repos/acme/datasets/issues/comments/{ids[110]}")
+        comments = gh.comments("acme/datasets", 7)
+        assert len(comments) == 130 and comments[110]["body"] == f"{MARKER}\n{report}"
+        assert comments[0]["body"] == "looks good 0"
+        # a comment on another pull request is never touched: its first report is a new comment
+        res, _ = _comment(tmp_path, gh.url, pr="8")
+        assert res.returncode == 0 and "commented on #8" in res.stdout
+        assert len(gh.comments("acme/datasets", 8)) == 1 and len(gh.comments("acme/datasets", 7)) == 130
+
+
+def test_a_refused_or_unreachable_comment_is_a_warning_and_the_verdict_still_decides(tmp_path):
+    with FakeGitHub() as gh:
+        gh.refuse.add("acme/datasets")  # a fork's read-only GITHUB_TOKEN
+        res, _ = _comment(tmp_path, gh.url)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.startswith("::warning::could not post the gate report comment on #7: HTTP 403")
+        assert "fork" in res.stdout and gh.comments("acme/datasets", 7) == []
+        gh.seed("acme/datasets", 7, [f"{MARKER}\nold"])
+        res, _ = _comment(tmp_path, gh.url)
+        assert res.returncode == 0 and "could not update" in res.stdout and "HTTP 403" in res.stdout
+    res, _ = _comment(tmp_path, gh.url)  # the server is gone: connection refused
+    assert res.returncode == 0 and res.stdout.startswith("::warning::could not read the gate report comment")
+    res, _ = _comment(tmp_path, gh.url, token="")
+    assert res.returncode == 0 and "no GITHUB_TOKEN" in res.stdout
+    (tmp_path / "rc").write_text("100\n")
+    verdict = subprocess.run(["bash", str(ROOT / "ci/scripts/gate-verdict.sh")], capture_output=True, text=True,
+                             env={**os.environ, "GATE_EXIT_FILE": str(tmp_path / "rc")})
+    assert verdict.returncode == 100
+
+
+def test_the_verdict_step_runs_whatever_the_comment_step_did():
+    steps = yaml.safe_load(GITHUB.read_text())["jobs"]["gate"]["steps"]
+    assert "gate-verdict.sh" in steps[-1]["run"] and steps[-1]["if"] == "always()"
