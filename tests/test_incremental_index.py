@@ -266,3 +266,21 @@ def test_index_build_with_a_database_records_the_build(tmp_path):
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("SELECT index_dir, action, rows, recorded_at IS NOT NULL FROM dataset_indexes").fetchall()
     assert rows == [(str(index), "build", 540, True)]
+
+
+def test_an_index_of_another_normal_form_is_refused(tmp_path, monkeypatch):
+    """Index digests are of normal forms: after normalize() changed (exact and near duplicates share one normaliser
+    now), an old index would compare digests of different texts and miss or invent duplicates, so it is refused."""
+    from gate.contract import load_contract
+    from gate.errors import GateError
+    from gate.index import store
+    from gate.index.build import neardup_config
+
+    contract = load_contract(CONTRACTS / "triage.yaml")
+    config = neardup_config(contract)
+    built = store.compat_key(contract, config)
+    monkeypatch.setattr(store, "NORMAL_FORM_VERSION", store.NORMAL_FORM_VERSION + 1)
+    now = store.compat_key(contract, config)
+    assert now != built
+    with pytest.raises(GateError, match="rebuild"):
+        store.check_compatible({"compat": built}, now, tmp_path)

@@ -10,6 +10,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+# The version of `normalize`'s output. Stored digests of normal forms (dataset indexes) are only comparable with
+# digests made by the same version: bump it whenever normalize() maps any text differently (2: one normaliser with
+# the near-duplicate shingler, invisible format characters removed).
+NORMAL_FORM_VERSION = 2
+
 # ASCII control characters that str.split() does not treat as whitespace; the shingle normaliser maps them to spaces
 _ASCII_CTRL = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
+from gate.data.text import NORMAL_FORM_VERSION
 from gate.errors import GateError
 from gate.index.features import Features, unique_fields
 from gate.io.atomic import atomic_write_text
@@ -38,7 +39,7 @@ FORMAT = 2  # 2: row digests are xxh3-128 of the stripped line (1: blake2b-128)
 def compat_key(contract: Contract, config: Any) -> str:
     """Everything that changes an entry: another value means the index must be rebuilt, not reused."""
     parts = [str(config), ",".join(contract.text_roles), str(contract.include_tool_calls),
-             ",".join(unique_fields(contract)), str(FORMAT)]
+             ",".join(unique_fields(contract)), str(FORMAT), f"normal-form-{NORMAL_FORM_VERSION}"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
@@ -134,8 +135,8 @@ def read_manifest(index_dir: Path) -> dict[str, Any] | None:
 
 def check_compatible(manifest: dict[str, Any], key: str, index_dir: Path) -> None:
     if manifest.get("compat") != key:
-        raise GateError("index was built for another near-duplicate configuration, text roles or unique fields; "
-                        "rebuild it with `gate index build`", file=str(index_dir))
+        raise GateError("index was built for another near-duplicate configuration, text roles, unique fields or "
+                        "text normal form; rebuild it with `gate index build`", file=str(index_dir))
 
 
 def load_entries(index_dir: Path, manifest: dict[str, Any], columns: list[str]) -> Any:
