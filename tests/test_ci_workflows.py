@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 import yaml
 
-from tests.conftest import CONTRACTS, ROOT, triage_row, write_jsonl
+from tests.conftest import CONTRACTS, ROOT, gate_inprocess, triage_row, write_jsonl
 from tests.fake_github import FakeGitHub
 
 GITHUB = ROOT / "ci" / "github" / "dataset-gate.yml"
@@ -298,3 +298,29 @@ def test_a_refused_or_unreachable_comment_is_a_warning_and_the_verdict_still_dec
 def test_the_verdict_step_runs_whatever_the_comment_step_did():
     steps = yaml.safe_load(GITHUB.read_text())["jobs"]["gate"]["steps"]
     assert "gate-verdict.sh" in steps[-1]["run"] and steps[-1]["if"] == "always()"
+
+
+# ---- issue 18 item 8: annotations name files relative to the repository root ---------------------------------
+
+def test_annotations_use_paths_relative_to_the_repository_root(tmp_path, monkeypatch):
+    clone = tmp_path / "runner" / "work" / "datasets"
+    _git(tmp_path, "init", "-q", "-b", "main", str(clone))
+    rows = _rows(4)
+    rows[1]["language"] = "fr"
+    write_jsonl(clone / "data" / "sql" / "train.jsonl", rows)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.chdir(clone / "data")  # a job that cd's into a subfolder: still relative to the root
+    args = ("-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"), "--no-db", "--checks", "contract")
+    code, out = gate_inprocess("check", str(clone / "data" / "sql"), *args)
+    assert code == 100, out
+    assert "::error file=data/sql/train.jsonl,line=2,title=gate contract::language: language.allowed" in out
+    assert str(tmp_path) not in "".join(ln for ln in out.splitlines() if ln.startswith("::"))
+    # on a runner: GITHUB_WORKSPACE is the root, whatever git says; a dataset outside it keeps its path
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(clone / "data"))
+    code, out = gate_inprocess("check", "sql", *args)
+    assert "::error file=sql/train.jsonl,line=2," in out
+    outside = write_jsonl(tmp_path / "elsewhere" / "train.jsonl", rows)
+    code, out = gate_inprocess("check", str(outside.parent), *args)
+    assert f"::error file={outside},line=2," in out

@@ -135,16 +135,51 @@ def to_junit(run: CheckRun, max_listed: int = 50) -> str:
     return "\n".join(out)
 
 
+def _repo_root(anchor: Path) -> Path | None:
+    """The root GitHub resolves annotation paths against: $GITHUB_WORKSPACE (the checkout), else the git work tree
+    holding the dataset; None outside any (the path is then printed as given)."""
+    if os.environ.get("GITHUB_WORKSPACE"):
+        return Path(os.environ["GITHUB_WORKSPACE"]).resolve()
+    import subprocess
+
+    start = anchor if anchor.is_dir() else anchor.parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _property(value: str) -> str:
+    """A workflow-command property value, escaped as the runner expects (`,` and `:` end a property)."""
+    return (value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A")
+            .replace(",", "%2C"))
+
+
 def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
-    """`::error file=...,line=...::` workflow commands, capped per check so a bad file does not flood the log."""
+    """`::error file=...,line=...::` workflow commands, capped per check so a bad file does not flood the log.
+
+    `file` is relative to the repository root: GitHub attaches an annotation to the pull request's diff only then
+    (an absolute path of the runner's clone shows in the log alone)."""
     lines = []
+    split_file = {s.split: s.file for s in run.splits}
+    root = _repo_root(Path(run.dataset).resolve()) if run.results else None
+
+    def shown(file: str) -> str:
+        if root is not None:
+            try:
+                return Path(file).resolve().relative_to(root).as_posix()
+            except ValueError:
+                pass  # outside the repository: as given
+        return file
+
     for r in run.results:
         level = "error" if r.status == "fail" else "warning"
-        split_file = {s.split: s.file for s in run.splits}
         for f in sorted_findings(run, r)[:max_per_check]:
             file = split_file.get(f.split, run.dataset)
-            loc = f"file={file}" + (f",line={f.row}" if f.row is not None and file.endswith((".jsonl", ".json"))
-                                    else "")
+            loc = f"file={_property(shown(file))}" + (
+                f",line={f.row}" if f.row is not None and file.endswith((".jsonl", ".json")) else "")
             msg = f"{f.field}: {f.rule}: {f.message}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
             lines.append(f"::{level} {loc},title=gate {r.name}::{msg}")
     return lines
