@@ -324,3 +324,46 @@ def test_annotations_use_paths_relative_to_the_repository_root(tmp_path, monkeyp
     outside = write_jsonl(tmp_path / "elsewhere" / "train.jsonl", rows)
     code, out = gate_inprocess("check", str(outside.parent), *args)
     assert f"::error file={outside},line=2," in out
+
+
+# ---- issue 18 item 5: the composite action and the one-step workflow ------------------------------------------
+
+ACTION = ROOT / "action.yml"
+ACTION_WORKFLOW = ROOT / "ci" / "github" / "dataset-gate-action.yml"
+
+
+def test_action_yml_is_a_composite_action_whose_every_input_is_used():
+    import gate
+
+    action = yaml.safe_load(ACTION.read_text())
+    assert {"name", "description", "inputs", "outputs", "runs"} <= set(action)
+    assert action["runs"]["using"] == "composite"
+    inputs = action["inputs"]
+    assert {"dataset", "contract", "base", "fail-on", "pip-spec", "report-dir"} <= set(inputs)
+    assert inputs["dataset"]["required"] is True and inputs["contract"]["required"] is True
+    assert inputs["pip-spec"]["default"].startswith(gate.DISTRIBUTION)
+    assert all(spec.get("description") for spec in inputs.values())
+    steps = action["runs"]["steps"]
+    used = set(re.findall(r"inputs\.([a-z][a-z0-9-]*)", yaml.safe_dump([action["runs"], action["outputs"]])))
+    assert used == set(inputs), f"declared but unused: {set(inputs) - used}; used but undeclared: {used - set(inputs)}"
+    for step in steps:
+        assert ("run" in step) != ("uses" in step), step
+        if "run" in step:
+            assert step["shell"] == "bash"
+            assert "${{" not in step["run"], "inputs reach a script through env:, never pasted into its text"
+            for script in re.findall(r"\$GITHUB_ACTION_PATH/(\S+?\.sh)", step["run"]):
+                assert (ROOT / script).is_file(), script
+    scripts = [re.search(r"ci/scripts/(\S+?\.sh)", s.get("run", "")) for s in steps]
+    assert [m.group(1) for m in scripts if m] == ["gate-check.sh", "github-comment.sh", "gate-verdict.sh"]
+    assert steps[-1]["if"] == "always()" and "gate-verdict.sh" in steps[-1]["run"]
+    comment = next(s for s in steps if "github-comment.sh" in s.get("run", ""))
+    assert comment["if"].startswith("always()")
+    check = next(s for s in steps if s.get("id") == "check")
+    assert action["outputs"]["exit-code"]["value"] == "${{ steps.check.outputs.exit_code }}"
+    assert check["env"]["GATE_EXIT_FILE"] == steps[-1]["env"]["GATE_EXIT_FILE"]
+
+    wf = yaml.safe_load(ACTION_WORKFLOW.read_text())
+    [checkout, gate_step] = wf["jobs"]["gate"]["steps"]
+    assert checkout["with"]["fetch-depth"] == 0 and "@" in gate_step["uses"]
+    assert set(gate_step["with"]) <= set(inputs) and {"dataset", "contract"} <= set(gate_step["with"])
+    assert wf["permissions"]["pull-requests"] == "write"
