@@ -34,13 +34,30 @@ def tiny():
     return build()
 
 
+# The tiny model's own ChatML template plus a Qwen3-style switch: `enable_thinking: false` appends an empty think
+# block to the generation prompt. Without the variable the render is byte-identical to the model's template.
+THINK_SWITCH = (r"{%- if enable_thinking is defined and not enable_thinking -%}{{- '<think>\n\n</think>\n\n' -}}"
+                r"{%- endif -%}")
+
+
+def thinking_template(tmp: Path) -> Path:
+    tpl = (ROOT / "fixtures" / "tokenizers" / "chatml-tiny" / "chat_template.jinja").read_text(encoding="utf-8")
+    head, sep, tail = tpl.rpartition(r"{{- '<|im_start|>assistant\n' -}}")
+    assert sep, "the ChatML generation prompt moved: update THINK_SWITCH's anchor"
+    path = tmp / "chat_template.jinja"
+    path.write_text(head + sep + THINK_SWITCH + tail, encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def server(tiny, tmp_path_factory):
     from gate.serve.vllm import VLLMEngine
 
+    logs = tmp_path_factory.mktemp("vllm")
     eng = VLLMEngine(tiny[0], adapter=tiny[1], served_model_name="tiny", adapter_name="tinylora", python=str(PY),
                      tool_call_parser="hermes", max_model_len=1024, dtype="bfloat16", enforce_eager=True, cpu=True,
-                     log_path=tmp_path_factory.mktemp("vllm") / "vllm.log", ready_timeout_s=240, timeout_s=60)
+                     chat_template=str(thinking_template(logs)), log_path=logs / "vllm.log", ready_timeout_s=240,
+                     timeout_s=60)
     with eng:
         yield eng
 
@@ -138,3 +155,15 @@ def test_factual_support_judge_through_the_real_server(server, tmp_path):
     assert again.metadata["judge"]["cached"] and again.value == first.value
     if first.metadata["judge"].get("unparsed"):
         assert first.value["supported"] == 0.0 and "judge gave no verdict" in first.explanation
+
+
+def test_chat_template_kwargs_reach_the_real_servers_template(server):
+    """Issue 16 item 18: `chat_template_kwargs` from the request is rendered by vLLM's own template code: with
+    `enable_thinking: false` the prompt carries the empty think block (more prompt tokens), and the same request
+    without the switch is rendered exactly as before."""
+    plain = ask("ticket 7: my invoice is wrong", max_tokens=2)
+    off = dataclasses.replace(plain, chat_template_kwargs={"enable_thinking": False})
+    on = dataclasses.replace(plain, chat_template_kwargs={"enable_thinking": True})
+    a, b, c = server.generate([plain, off, on])
+    assert a.error is None and b.error is None and c.error is None
+    assert b.prompt_tokens > a.prompt_tokens and c.prompt_tokens == a.prompt_tokens
