@@ -21,7 +21,7 @@ from typing import Any
 from gate import __version__
 from gate.contract.model import Contract, TokenizerRef
 from gate.errors import GateError
-from gate.export.formats import CONVERTERS, FORMATS, Unrepresentable
+from gate.export.formats import CONVERTERS, DEFAULT_THINK, FORMATS, Unrepresentable, think_form
 
 MANIFEST_KIND = "gate.export/1"
 
@@ -64,8 +64,8 @@ def _template_facts(contract: Contract | None, tokenizer: TokenizerRef | None) -
 def _runner_warnings(fmt: str, auditor: Any, n_tool_rows: int, n_reasoning_rows: int) -> list[str]:
     out = []
     if fmt == "ms-swift" and n_reasoning_rows:
-        out.append(f"{n_reasoning_rows} row(s) carry reasoning: written inline as <think>…</think> before the "
-                   f"answer, because ms-swift keeps only role, content and loss of a message")
+        out.append(f"{n_reasoning_rows} row(s) carry reasoning: written inline before the answer, spelt as the chat "
+                   f"template renders it, because ms-swift keeps only role, content and loss of a message")
     if fmt != "nemo-automodel" or auditor is None:
         return out
     if n_tool_rows and auditor.ct.needs_dict_arguments:
@@ -98,6 +98,9 @@ def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | Non
         raise GateError(f"unknown export format '{fmt}' (one of {', '.join(FORMATS)})")
     convert = CONVERTERS[fmt]
     kwargs, tok_facts, auditor = _template_facts(contract, tokenizer)
+    think = DEFAULT_THINK
+    if fmt == "ms-swift" and auditor is not None:
+        think = think_form(lambda msgs: auditor.ct.render(msgs, None, dict(kwargs)))
     inputs: dict[str, Any] = {}
     read: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -109,7 +112,7 @@ def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | Non
             inputs[split] = stats
             read[split] = read.get(split, 0) + 1
             try:
-                new = convert(row, kwargs) if fmt == "ms-swift" else convert(row)
+                new = convert(row, kwargs, think) if fmt == "ms-swift" else convert(row)
             except Unrepresentable as exc:
                 if not skip_invalid:
                     raise GateError(f"cannot be written as {fmt}: {exc} (--skip-invalid leaves such rows out)",

@@ -3,8 +3,9 @@
 - `ms-swift` (4.x `MessagesPreprocessor`): `messages` in OpenAI form (assistant `tool_calls` become `tool_call`
   messages, `tool` results stay), `tools`, a per-message `loss` on assistant messages (bool), and per-row
   `chat_template_kwargs` when the template needs a switch. ms-swift keeps only `role`, `content`, `loss` and
-  `loss_scale` of a message, so reasoning goes inline as `<think>…</think>` before the answer, as its thinking
-  templates expect; `content` must not be null (`""` for a message that only calls tools).
+  `loss_scale` of a message, so reasoning goes inline before the answer, spelt as the chat template renders it
+  (`<think>R</think>A` for GLM, with newlines for Qwen3; `think_form`), because ms-swift's encoder keeps it
+  literally; `content` must not be null (`""` for a message that only calls tools).
 - `nemo-automodel` (`ChatDataset`): OpenAI `messages` (roles system/user/assistant/tool; `tool` messages need a
   non-empty `tool_call_id`; `reasoning_content` on assistant messages) and `tools`.
 - `hf`: a `datasets` DatasetDict per split (`save_to_disk`): every column of the row, messages with a fixed set of
@@ -88,14 +89,37 @@ def _tools(row: dict[str, Any]) -> list[Any] | None:
     return tools or None
 
 
-def to_ms_swift(row: dict[str, Any], template_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+#: How reasoning is written inline when no chat template says otherwise (Qwen3-style spelling).
+DEFAULT_THINK = ("<think>\n", "\n</think>\n\n")
+
+
+def think_form(render: Any) -> tuple[str, str]:
+    """The chat template's own spelling of reasoning before an answer: `render(messages)` is the template; the text
+    around two markers gives (before reasoning, between reasoning and answer), e.g. GLM's ('<think>', '</think>')
+    where Qwen3 has newlines. ms-swift's encoder keeps inline reasoning literally, so the export must spell it as
+    the template renders it, or training sees other tokens than the template (and serving) produce."""
+    r_mark, a_mark = "GateReasoningMarker7f3a", "GateAnswerMarker7f3a"  # plain words: templates filter the rest
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "reasoning_content": r_mark, "content": a_mark}]
+    try:
+        text = render(msgs)
+    except Exception:  # a template that cannot render the probe: keep the default spelling
+        return DEFAULT_THINK
+    i, j = text.find(r_mark), text.find(a_mark)
+    start = text.rfind("<think>", 0, i) if i >= 0 else -1
+    if start < 0 or j < i:
+        return DEFAULT_THINK
+    return text[start:i], text[i + len(r_mark):j]
+
+
+def to_ms_swift(row: dict[str, Any], template_kwargs: dict[str, Any] | None = None,
+                think: tuple[str, str] = DEFAULT_THINK) -> dict[str, Any]:
     out_msgs = []
     for i, m in enumerate(_messages(row)):
         msg: dict[str, Any] = {"role": m["role"], "content": _text(m.get("content"), i)}
         if m["role"] == "assistant":
             r = _reasoning(m)
             if r is not None:
-                msg["content"] = f"<think>\n{r.strip()}\n</think>\n\n{msg['content']}"
+                msg["content"] = f"{think[0]}{r.strip()}{think[1]}{msg['content']}"
             calls = _calls(m, i)
             if calls:
                 msg["tool_calls"] = calls

@@ -74,12 +74,25 @@ def test_ms_swift_inlines_reasoning_and_carries_the_template_switch(tmp_path, to
     c = dataclasses.replace(tool_contract, check_options={"template": {"keep_thinking": True}})
     res = export_dataset(str(tmp_path / "ds"), "ms-swift", str(tmp_path / "out"), contract=c, tokenizer=GLM)
     (got,) = _rows(tmp_path / "out" / "train.jsonl")
-    assert got["messages"][1] == {"role": "assistant", "content": "<think>\ngreet back\n</think>\n\nhello",
-                                  "loss": False}
+    # spelt as the GLM template renders it (ms-swift keeps inline reasoning literally; see tests/train/
+    # test_label_parity.py): the old "<think>\ngreet back\n</think>\n\n" gave other tokens than the template
+    assert got["messages"][1] == {"role": "assistant", "content": "<think>greet back</think>hello", "loss": False}
     assert got["messages"][3]["loss"] is True
     assert got["chat_template_kwargs"] == {"clear_thinking": False}
-    assert any("inline as <think>" in w for w in res.warnings)
+    assert any("spelt as the chat template renders it" in w for w in res.warnings)
     assert res.manifest["tokenizer"]["keep_thinking_switch"] == "clear_thinking"
+
+
+def test_reasoning_spelling_follows_the_template():
+    from gate.export.formats import DEFAULT_THINK, think_form
+
+    def qwen(msgs):
+        a = msgs[-1]
+        return f"<|im_start|>assistant\n<think>\n{a['reasoning_content']}\n</think>\n\n{a['content']}<|im_end|>"
+
+    assert think_form(qwen) == ("<think>\n", "\n</think>\n\n")
+    assert think_form(lambda msgs: "no reasoning rendered") == DEFAULT_THINK
+    assert think_form(lambda msgs: 1 / 0) == DEFAULT_THINK
 
 
 def test_nemo_automodel_rows_round_trip_and_warn_about_glm(tmp_path):
