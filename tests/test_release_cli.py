@@ -90,6 +90,29 @@ def test_release_record_pins_everything(record: dict[str, Any]) -> None:
     assert _sql(record["db"], "SELECT count(*) FROM releases WHERE release_id = 'rel-x'")[0][0] == 0
 
 
+def test_release_stores_resolved_paths_and_hashes_not_relative_ones(record: dict[str, Any]) -> None:
+    """Issue 18 item 20: `--base-model ../models/tiny-llama` typed in a work directory is stored as the absolute
+    path it named, with the content hash of those weights; a hub id stays a hub id."""
+    from gate.serve.engine import hash_path
+
+    model = record["tmp"] / "models" / "tiny-llama"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text('{"model_type": "llama"}')
+    work = record["tmp"] / "work"
+    work.mkdir()
+    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-paths",
+                 "--base-model", "../models/tiny-llama", "--db", str(record["db"]), cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rel = json.loads(_gate(record, "release", "show", "rel-paths").stdout)
+    assert rel["base_model"] == str(model.resolve())
+    assert rel["base_revision"] == hash_path(model) and len(rel["base_revision"]) == 64
+    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-hub",
+                 "--base-model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--db", str(record["db"]), cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rel = json.loads(_gate(record, "release", "show", "rel-hub").stdout)
+    assert rel["base_model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and rel["base_revision"] == "h-baseline"
+
+
 def test_promote_refuses_blocked_or_dirty_releases_without_touching_the_record(record: dict[str, Any]) -> None:
     clean, faulty = record["checks"]["triage-clean"], record["checks"]["triage-faulty"]
     for rid, dec, check in (("rel-blocked", "flat", clean), ("rel-dirty", "good", faulty)):

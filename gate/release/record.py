@@ -93,6 +93,29 @@ def _score_run(con: Any, run_id: str | None) -> dict[str, Any]:
     return row
 
 
+def resolved(location: str | None) -> str | None:
+    """An existing local path as an absolute, symlink-free path; anything else (a hub id, a URL) as given.
+
+    Why: a release is read later from another directory or machine, where `../models/tiny-llama` names nothing
+    (or something else); the absolute path plus the content hash next to it say which weights were meant.
+    """
+    if not location:
+        return location
+    p = Path(location).expanduser()
+    if "://" in location or not p.exists():
+        return location
+    return str(p.resolve())
+
+
+def _local_hash(location: str | None) -> str | None:
+    """Content hash of a local model/adapter directory (gate.serve.engine.hash_path); None for a hub id or URL."""
+    if not location or "://" in location or not Path(location).exists():
+        return None
+    from gate.serve.engine import hash_path
+
+    return hash_path(location) or None
+
+
 def check_runs(con: Any, run_ids: list[str]) -> list[dict[str, Any]]:
     """The `gate check` runs named, with their verdicts as recorded (an unknown id is an error, not a pass)."""
     out = []
@@ -135,12 +158,17 @@ def build_release(*, decision_id: str, db: str | None, release_id: str | None = 
     sys_sha, tool_sha = prompt_hashes(scorecard, decision)
     fps = list(dict.fromkeys([*(fingerprints or []), *(c["fingerprint"] for c in checks if c["fingerprint"])]))
     now = datetime.now(UTC)
+    base_loc = resolved(base_model or base.get("model"))
+    adapter_loc = resolved(cand.get("adapter"))
+    # a --base-model named here is hashed here; else the score run's identity already holds the served weights' hash
+    base_rev = base_revision or (_local_hash(base_loc) if base_model else None) or base_ident.get("model_hash") \
+        or _local_hash(base_loc)
+    adapter_sha = ident.get("adapter_hash") or ident.get("model_hash") or _local_hash(adapter_loc)
     return {
         "release_id": release_id or f"{decision['scorecard']}-{now:%Y%m%d-%H%M%S}-{decision_id[:6]}",
         "created_at": now, "created_by": who(by), "decision_id": decision_id, "verdict": decision["verdict"],
-        "base_model": base_model or base.get("model"),
-        "base_revision": base_revision or base_ident.get("model_hash") or None,
-        "adapter": cand.get("adapter"), "adapter_sha256": ident.get("adapter_hash") or ident.get("model_hash"),
+        "base_model": base_loc, "base_revision": base_rev or None,
+        "adapter": adapter_loc, "adapter_sha256": adapter_sha or None,
         "tokenizer_sha256": tok_sha, "chat_template_sha256": ident.get("chat_template_hash") or tmpl_sha,
         "engine": ident.get("engine") or cand.get("engine"), "engine_version": ident.get("engine_version"),
         "engine_flags": list(ident.get("flags") or []), "system_prompt_sha256": sys_sha,
