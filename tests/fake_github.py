@@ -1,7 +1,7 @@
 """A stand-in for the GitHub and GitLab REST APIs on 127.0.0.1 for the CI tests: it keeps issue comments per pull
 request the way GitHub does (GET lists them, 100 a page with a Link header; POST creates one; PATCH
 /issues/comments/ID edits one) and records every request, so a test asserts what the shipped ci/scripts sent.
-`refuse` makes every write to the listed repositories answer 403, as a fork pull request's read-only token gets."""
+A write with a token in `read_only` answers 403, as GitHub answers a fork pull request's read-only GITHUB_TOKEN."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from typing import Any
 
 
 class FakeGitHub:
-    """`with FakeGitHub() as gh:` serves on gh.url; gh.calls, gh.comments(repo, pr), gh.refuse."""
+    """`with FakeGitHub() as gh:` serves on gh.url; gh.calls, gh.comments(repo, pr), gh.read_only."""
 
     per_page = 100
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
-        self.refuse: set[str] = set()  # repositories whose writes get 403
+        self.read_only: set[str] = set()  # tokens whose writes get 403
         self._comments: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._next_id = 1000
         self._lock = threading.Lock()
@@ -41,7 +41,11 @@ class FakeGitHub:
                 with fake._lock:
                     fake.calls.append({"method": method, "path": self.path, "headers": dict(self.headers),
                                        "body": body})
-                    code, payload, link = fake._route(method, self.path, body)
+                    token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    if method != "GET" and token in fake.read_only:
+                        code, payload, link = 403, {"message": "Resource not accessible by integration"}, ""
+                    else:
+                        code, payload, link = fake._route(method, self.path, body)
                 self._answer(code, payload, link)
 
             def do_GET(self) -> None:
@@ -84,16 +88,12 @@ class FakeGitHub:
                 link = f'<{self.url}{path}?per_page={self.per_page}&page={page + 1}>; rel="next"' if more else ""
                 return 200, chunk, link
             if method == "POST":
-                if repo in self.refuse:
-                    return 403, {"message": "Resource not accessible by integration"}, ""
                 self._next_id += 1
                 item = {"id": self._next_id, "body": json.loads(body)["body"],
                         "user": {"login": "github-actions[bot]"}}
                 items.append(item)
                 return 201, item, ""
         if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)", path)) and method == "PATCH":
-            if m.group(1) in self.refuse:
-                return 403, {"message": "Resource not accessible by integration"}, ""
             for items in self._comments.values():
                 for item in items:
                     if item["id"] == int(m.group(2)):

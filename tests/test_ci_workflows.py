@@ -277,7 +277,7 @@ def test_the_report_comment_is_found_by_its_marker_on_any_page_and_edited_in_pla
 
 def test_a_refused_or_unreachable_comment_is_a_warning_and_the_verdict_still_decides(tmp_path):
     with FakeGitHub() as gh:
-        gh.refuse.add("acme/datasets")  # a fork's read-only GITHUB_TOKEN
+        gh.read_only.add("ghs-test-token")  # a fork's read-only GITHUB_TOKEN
         res, _ = _comment(tmp_path, gh.url)
         assert res.returncode == 0, res.stderr
         assert res.stdout.startswith("::warning::could not post the gate report comment on #7: HTTP 403")
