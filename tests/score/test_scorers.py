@@ -260,7 +260,8 @@ class TestToolExecutionHeldOut:
     ])
     def test_underscore_spelling_of_a_dotted_tool_is_validated(self, args, error):
         tools = [_fn("weather.get", {"unit": {"enum": ["c", "f"]}}, ["unit"])]
-        gold = {"tool_calls": [{"name": "weather.get", "arguments": {"unit": "c"}, "acceptable": {"unit": ["c", "kelvin", ""]}}]}
+        gold = {"tool_calls": [{"name": "weather.get", "arguments": {"unit": "c"},
+                                "acceptable": {"unit": ["c", "kelvin", ""]}}]}
         s = ToolExecution(tools).score(item(gold), resp(calls=[ToolCall("weather_get", args)]))
         assert s.error == error and s.value["correct"] == 0.0
 
