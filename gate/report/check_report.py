@@ -87,7 +87,9 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
     not_run = [n for n in CHECK_NAMES if n not in {r.name for r in run.results}]
     if not_run:
         lines += ["", f"<sub>Not run: {', '.join(not_run)}.</sub>"]
-    notes = [(r.name, line) for r in run.results for line in r.details.get("report_lines", [])]
+    # a check that ran with less than it was asked for (details["warnings"], e.g. pii without its NER model) first
+    notes = [(r.name, f"⚠️ {line}") for r in run.results for line in r.details.get("warnings", [])]
+    notes += [(r.name, line) for r in run.results for line in r.details.get("report_lines", [])]
     if notes:
         lines += [""] + [f"- `{name}`: {_md(line)}" for name, line in notes]
     lines += ["", "| split | rows | file | sha256 |", "|---|---:|---|---|"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.table import Table
 
 from gate.data.runner import CheckRun
@@ -23,6 +25,9 @@ def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> N
             table.add_row(r.name, f"[{_STYLE.get(r.status, '')}]{r.status}[/]", f"{r.counts.get('scanned', 0):,}",
                           f"{r.counts.get('flagged_rows', 0):,}", f"{r.counts.get('findings', 0):,}", r.summary)
         console.print(table)
+    for r in run.results:  # a check that ran with less than asked (pii without its NER model): one line each
+        for line in r.details.get("warnings", []):
+            print(f"warning: {r.name}: {line}", file=sys.stderr)
     # the run id with the verdict, quiet or not: `gate release create --data-check RUN` needs it (issue 18 item 10)
     recorded = "" if "db" in run.options else " (not recorded)"
     if run.options.get("base_commit"):  # `--base`: say the verdict is on the new rows only
