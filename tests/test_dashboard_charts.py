@@ -78,3 +78,30 @@ def test_names_cannot_break_out_of_the_script_element():
         "candidate": 0.5, "p_holm": None}.items()}
     text = next(iter(charts.release_history(cols).values()))
     assert "</script>" not in text and json.loads(text)["layout"]["title"]["text"].startswith("x</script>")
+
+
+def test_time_axis_never_zooms_below_hours():
+    """Issue 18 item 19: one release, or releases seconds apart, must not give plotly a millisecond autorange;
+    releases days apart get a range of their span plus 5%."""
+    from datetime import datetime
+
+    from gate.dashboard import charts
+
+    def span(times: list[str]) -> float:
+        cols = {k: [] for k in ("scorecard", "gate", "rule", "scorer", "metric", "release_id", "created_at",
+                                "verdict", "gate_verdict", "observed", "err_plus", "err_minus", "baseline",
+                                "candidate", "p_holm")}
+        for k, t in enumerate(times):
+            for key, v in (("scorecard", "c"), ("gate", "g"), ("rule", "absolute"), ("scorer", "s"),
+                           ("metric", "m"), ("release_id", f"r{k}"), ("created_at", t), ("verdict", "PROMOTE"),
+                           ("gate_verdict", "pass"), ("observed", 0.5), ("err_plus", None), ("err_minus", None),
+                           ("baseline", 0.4), ("candidate", 0.5), ("p_holm", None)):
+                cols[key].append(v)
+        fig = __import__("json").loads(charts.release_history(cols)["c"])
+        go.Figure(fig)
+        lo, hi = (datetime.fromisoformat(x) for x in fig["layout"]["xaxis"]["range"])
+        return (hi - lo).total_seconds()
+
+    assert span(["2026-01-05T09:00:00Z"]) >= 86_400
+    assert span(["2026-01-05T09:00:00Z", "2026-01-05T09:00:01Z"]) >= 86_400
+    assert span(["2026-01-05T09:00:00Z", "2026-01-15T09:00:00Z"]) == pytest.approx(10 * 86_400 * 1.1)

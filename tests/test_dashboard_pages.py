@@ -240,3 +240,41 @@ def test_a_page_waits_out_a_short_write_and_names_the_file_after_a_long_one(seed
         writer.wait(10)
     assert r.status_code == 500
     assert f"{seeded['db']}: cannot open the gate database" in r.text and "Traceback" not in r.text
+
+
+def test_home_shows_each_releases_data_check_status(tmp_path):
+    """Issue 18 item 19: a release whose training data failed its check is not a plain PROMOTE on the home page;
+    the status is the record's verdict now (worst of the declared checks), 'none declared' when there is none."""
+    import duckdb
+
+    from gate.store.releases import record_decision, record_release
+
+    db = str(tmp_path / "g.duckdb")
+    failed, passed = seed_check_run(db, "chk-failed"), seed_check_run(db, "chk-passed")
+    with duckdb.connect(db) as con:
+        con.execute("UPDATE runs SET verdict = 'pass' WHERE run_id = 'chk-passed'")
+    rng = __import__("random").Random(1)
+    declared = {0: [failed], 1: [passed], 2: [passed, failed], 3: [], 4: ["chk-gone"]}
+    for i, checks in declared.items():
+        d, g, c, rel = release_rows("triage", i, rng=rng)
+        d["verdict"] = rel["verdict"] = "PROMOTE"
+        rel["data_checks"] = [{"run_id": r, "verdict": "pass"} for r in checks]  # what was copied in at release
+        record_decision(d, g, c, db)
+        record_release(rel, db)
+    html = _client(db).get("/").text
+    assert "<th>data checks</th>" in html
+    status = {re.search(r'/releases/([^"]+)"', row).group(1):
+              re.search(r'data-status="([^"]+)"', row).group(1) for row in _rows(html, "releases")}
+    assert status == {"triage-r0000": "fail", "triage-r0001": "pass", "triage-r0002": "fail",
+                      "triage-r0003": "none", "triage-r0004": "not in record"}
+
+
+def test_release_page_collapses_the_per_category_table_above_the_evidence(client, seeded):
+    """Issue 18 item 19: the ~130-row comparisons table sits in a closed <details>, so the data checks, pins and
+    pointer moves below it are one scroll away; its rows are all still there."""
+    html = client.get(f"/releases/{seeded['current']}").text
+    details = html.split('<details id="comparisons-details">', 1)[1].split("</details>", 1)[0]
+    assert 'id="comparisons"' in details and "(10 rows)" in details
+    assert html.index("</details>") < html.index('id="data-checks"') < html.index('id="pins"')
+    assert "<details id=\"comparisons-details\" open" not in html
+

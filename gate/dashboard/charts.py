@@ -81,6 +81,29 @@ def _layout(title: str, height: int, **kw: Any) -> dict[str, Any]:
             "legend": {"orientation": "h", "y": -0.15}, "hovermode": "closest", **kw}
 
 
+MIN_PAD_S = 12 * 3600  # half a day either side: a time axis never zooms in below hours
+
+
+def _time_range(columns: list[list[Any]]) -> dict[str, Any]:
+    """An explicit x range around the releases' times, padded by 5% of their span and at least half a day.
+
+    Why: plotly's autorange over one release (or releases seconds apart) zooms to milliseconds, and the axis then
+    shows sub-second ticks that say nothing about a programme whose releases are days apart; dates without
+    seconds unless the span is under a day.
+    """
+    from datetime import datetime, timedelta
+
+    times = [datetime.fromisoformat(str(t).replace("Z", "+00:00")) for col in columns for t in col if t]
+    if not times:
+        return {}
+    lo, hi = min(times), max(times)
+    pad = timedelta(seconds=max((hi - lo).total_seconds() * 0.05, MIN_PAD_S))
+    fmt = "%Y-%m-%d %H:%M:%S"
+    return {"range": [(lo - pad).strftime(fmt), (hi + pad).strftime(fmt)],
+            "tickformatstops": [{"dtickrange": [None, 86_400_000], "value": "%b %d %H:%M"},
+                                {"dtickrange": [86_400_000, None], "value": "%b %d, %Y"}]}
+
+
 def _kind(rule: str | None) -> str:
     return "diff" if (rule or "").lower() in DIFF_RULES else "abs"
 
@@ -131,7 +154,8 @@ def release_history(cols: dict[str, list[Any]]) -> dict[str, str]:
                 trace["error_y"] = {"type": "data", "symmetric": False, "array": col["err_plus"],
                                     "arrayminus": col["err_minus"], "thickness": 1, "width": 2}
             traces.append(trace)
-        layout = _layout(f"{card}: gated metrics per release", 420 if two else 320, xaxis=_axis(type="date"))
+        layout = _layout(f"{card}: gated metrics per release", 420 if two else 320,
+                         xaxis=_axis(type="date", **_time_range([cols["created_at"][a:b] for _, a, b in gates])))
         if two:
             layout["xaxis"]["anchor"] = "y2"  # dates under the lower panel; both panels share the time axis
             layout["yaxis"] = _axis(domain=[0.55, 1.0], title={"text": "Δ vs baseline (95% CI)"})

@@ -15,6 +15,7 @@ from typing import Any
 
 from gate.dashboard import charts, queries
 from gate.errors import GateError
+from gate.store import evidence
 
 PIN_FIELDS = ["base_model", "base_revision", "adapter", "adapter_sha256", "tokenizer_sha256", "chat_template_sha256",
               "engine", "engine_version", "engine_flags", "system_prompt_sha256", "tool_schema_sha256", "scorecard",
@@ -66,8 +67,11 @@ def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, l
     with _record(db) as con:
         series = queries.release_series(con, per_scorecard=per_scorecard, scorecard=scorecard)
         rows = queries.release_list(con, scorecard=scorecard, verdict=verdict, limit=limit)
+        status = evidence.release_data_check_status(con, rows)
         facets = queries.facets(con)
         current = queries.current_release(con)
+    for r in rows:
+        r["data_check_status"] = status.get(r["release_id"], "none")
     return _render("home.html", title="Releases", charts=charts.release_history(series), releases=rows,
                    facets=facets, sel_scorecard=scorecard or "", sel_verdict=verdict or "", current=current, **ctx)
 
