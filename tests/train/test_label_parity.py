@@ -29,6 +29,13 @@ pytestmark = pytest.mark.skipif(not SWIFT_PY.exists(),
                                 reason="ms-swift venv (.venv-swift) not installed: make test builds it")
 
 
+_KIND_ROWS: dict = {}
+
+
+def _kind_rows(kind):
+    return _KIND_ROWS[kind]
+
+
 def _rows(path, n):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in itertools.islice(f, n)]
@@ -56,6 +63,7 @@ def encoded(tmp_path_factory):
             if m["role"] == "assistant":
                 m["reasoning_content"] = f"Ticket {i}: the outage decides the severity."
     kinds["reasoning"] = reasoning
+    _KIND_ROWS.update(kinds)
     ct = load_chat_tokenizer(TokenizerRef(str(GLM)))
     auditor = Auditor(ct)
     out = {}
@@ -104,3 +112,49 @@ def test_reasoning_rows_identical_ids_and_ms_swift_also_trains_the_opening_think
         assert g.ids == s["ids"], g.rid  # the old export's "<think>\n...\n</think>\n\n" gave other tokens
         diff = [i for i, (a, b) in enumerate(zip(g.mask, s["trained"], strict=True)) if a != b]
         assert diff and all(g.ids[i] == think and s["trained"][i] == 1 and g.mask[i] == 0 for i in diff), g.rid
+
+
+NEMO_PY = ROOT / ".venv-nemo" / "bin" / "python"
+
+
+@pytest.mark.skipif(not NEMO_PY.exists(), reason="nemo-automodel venv (.venv-nemo) not installed: make test builds it")
+def test_automodel_chat_dataset_labels_against_gate(encoded, tmp_path):
+    """The same rows through AutoModel 0.7's own ChatDataset (nemo-automodel export). Its labels are shifted (input
+    ids = sequence[:-1], labels = sequence[1:]); realigned, the sequence equals gate's render with `stop_policy:
+    as_rendered` (AutoModel appends no stop token, so the model is never taught to end a GLM turn: gate's export
+    warns). The only label differences are the generation-prompt tokens AutoModel trains and gate does not (the
+    `<|assistant|>` header, and `<think>` opening a reasoning turn). Tool rows fail in ChatDataset itself (string
+    arguments into a GLM template): every one that calls a tool, with AutoModel's own error."""
+    from gate.contract.model import TokenizerRef
+    from gate.export import export_dataset
+    from gate.template.audit import Auditor
+    from gate.template.options import TemplateOptions
+
+    ct, out = encoded
+    auditor = Auditor(ct, TemplateOptions(stop_policy="as_rendered"))
+    allowed = {ct.backend.token_to_id("<|assistant|>"), ct.backend.token_to_id("<think>")}
+    model = ROOT / "fixtures" / "models" / "glm5-tiny"
+    for kind in out:
+        rows = _kind_rows(kind)
+        src = tmp_path / kind
+        src.mkdir()
+        (src / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        export_dataset(str(src), "nemo-automodel", str(tmp_path / f"{kind}-nemo"), tokenizer=TokenizerRef(str(GLM)))
+        proc = subprocess.run([str(NEMO_PY), str(ROOT / "tests/train/trainer_scripts/automodel_encode.py"), str(model),
+                               str(tmp_path / f"{kind}-nemo" / "train.jsonl")], capture_output=True, text=True,
+                              timeout=600, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                                                              "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        am = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        assert len(am) == len(rows)
+        gate = auditor.audit(list(enumerate(rows, 1)), keep=True)
+        for row, g, a in zip(rows, gate, am, strict=True):
+            if any(m.get("tool_calls") for m in row["messages"]):
+                assert "'str object' has no attribute 'items'" in a.get("error", ""), a
+                continue
+            assert "error" not in a, a
+            full = a["ids"] + [a["labels"][-1]]
+            trained = [0] + [int(t != -100) for t in a["labels"]]
+            assert g.ids == full, g.rid
+            diff = [i for i, (x, y) in enumerate(zip(g.mask, trained, strict=True)) if x != y]
+            assert diff and all(trained[i] == 1 and g.ids[i] in allowed for i in diff), (g.rid, diff)
