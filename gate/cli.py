@@ -59,6 +59,11 @@ class CheckEngine(StrEnum):
     ray = "ray"
 
 
+class SnippetMode(StrEnum):
+    masked = "masked"
+    none = "none"
+
+
 @app.command(epilog=_exits("every check passes", "a check failed (see report.md)"))
 def check(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory (train/val/test files), single file, or "
@@ -99,6 +104,11 @@ def check(
                                                                              "had (default: they are reported, "
                                                                              "marked existing, and do not "
                                                                              "fail).")] = False,
+    snippets: Annotated[SnippetMode, typer.Option("--snippets", help="Context shown with each finding in the "
+                                                                     "reports and the record: masked (every "
+                                                                     "finding and everything that could be "
+                                                                     "personal around it masked) or none.")
+                        ] = SnippetMode.masked,
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
@@ -109,7 +119,8 @@ def check(
                              max_examples=max_examples, quiet=quiet,
                              tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
                              engine=engine.value, address=address, base=base,
-                             index=str(index) if index else None, fail_on_existing=fail_on_existing)
+                             index=str(index) if index else None, fail_on_existing=fail_on_existing,
+                             snippets=snippets.value)
     raise typer.Exit(code)
 
 
@@ -596,15 +607,26 @@ def token_list(
 # ---- area: dashboard / report html -- issue 8 ----
 @app.command("report-html", epilog=_exits("written"))
 def report_html(
-    release: Annotated[str, typer.Argument(help="Release id (from the record).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for index.html and plotly.min.js (written "
-                                                          "atomically).")] = Path("gate-report/release"),
+    release: Annotated[str | None, typer.Argument(help="Release id (from the record).")] = None,
+    check_run: Annotated[str | None, typer.Option("--check-run", help="A `gate check` run id instead: its static "
+                                                                      "page (findings, lengths, clusters).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for index.html and plotly.min.js (written "
+                                                                 "atomically) [default: gate-report/release, "
+                                                                 "gate-report/check].")] = None,
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
 ) -> None:
-    """Write a static HTML release report (plotly charts, bundled plotly.js, no CDN)."""
+    """Write a static HTML release report, or with --check-run a dataset check's page (plotly charts, bundled
+    plotly.js, no CDN)."""
+    if (release is None) == (check_run is None):
+        raise typer.BadParameter("give a release id or --check-run ID (one of them)", param_hint="RELEASE")
+    if check_run is not None:
+        from gate.commands.report_html import run_check_report_html
+
+        raise typer.Exit(run_check_report_html(run_id=check_run, out=str(out or "gate-report/check"), db=db))
     from gate.commands.dashboard import run_report_html
 
-    raise typer.Exit(run_report_html(release_id=release, out=str(out), db=db))
+    assert release is not None
+    raise typer.Exit(run_report_html(release_id=release, out=str(out or "gate-report/release"), db=db))
 
 
 @app.command(epilog=_exits("stopped cleanly"))

@@ -115,7 +115,8 @@ def _contract_changed(contract_path: str, tokenizer: str | None, changed: list[P
 
 def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir: str, checks: list[str] | None,
                       db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
-                      quiet: bool, tokenizer: str | None, fail_on_existing: bool = False) -> int:
+                      quiet: bool, tokenizer: str | None, fail_on_existing: bool = False,
+                      snippets: str = "masked") -> int:
     """Checks the datasets the change touches, each against its own check at the merge-base with `ref` (every
     finding new or existing, gate.data.novelty); a change to the contract or what it reads checks them all."""
     from gate.commands.check import run_check_command
@@ -141,7 +142,7 @@ def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir:
     current = load_contract(contract_path)
     common = dict(contract_path=contract_path, checks=checks, db=db, record=record, workers=workers,
                   fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer,
-                  fail_on_existing=fail_on_existing)
+                  fail_on_existing=fail_on_existing, snippets=snippets)
 
     def one(unit: Path, out: str) -> int:
         base = check_at_base(unit, contract_path, ref=ref, root=root, commit=commit, current=current, checks=checks,

@@ -27,11 +27,12 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
                   record: bool, workers: int | None, fail_on: str, max_examples: int, tokenizer: str | None = None,
                   progress: bool | None = None, engine: str = "local", address: str | None = None,
                   base: str | None = None, index: str | None = None, base_check: Any = None,
-                  fail_on_existing: bool = False) -> tuple[CheckRun, int]:
+                  fail_on_existing: bool = False, snippets: str = "masked") -> tuple[CheckRun, int]:
     """The core of `gate check` without any terminal output: the CLI and the service's jobs both run this.
 
     `base_check` (a gate.data.novelty.BaseCheck, in a pull-request run): every finding is marked new or existing
-    against it before the verdict, the reports and the record."""
+    against it before the verdict, the reports and the record. `snippets="none"`: no finding carries any context
+    into the reports or the record (the masked default is built by the checks, see gate.pii.redact)."""
     from gate.report.check_report import write_reports
 
     contract = load_contract(contract_path)
@@ -44,6 +45,8 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     else:
         run = run_checks(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
                          address=address)
+    if snippets == "none":
+        _drop_snippets(run)
     if base_check is not None:
         from gate.data.novelty import mark
 
@@ -58,11 +61,27 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     return run, int(code)
 
 
+def _drop_snippets(run: CheckRun) -> None:
+    """`--snippets none`: every finding's snippet and every snippet a check put in its details (boilerplate's
+    repeated segments) removed, before anything is written."""
+    def strip(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if k != "snippet"}
+        if isinstance(obj, list):
+            return [strip(v) for v in obj]
+        return obj
+
+    for res in run.results:
+        res.findings[:] = [dataclasses.replace(f, snippet=None) for f in res.findings]
+        res.details = strip(res.details)
+
+
 def run_check_command(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None,
                       db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
                       quiet: bool, tokenizer: str | None = None, changed_since: str | None = None,
                       engine: str = "local", address: str | None = None, base: str | None = None,
-                      index: str | None = None, base_check: Any = None, fail_on_existing: bool = False) -> int:
+                      index: str | None = None, base_check: Any = None, fail_on_existing: bool = False,
+                      snippets: str = "masked") -> int:
     from gate.report.check_report import github_annotations
 
     if changed_since is not None:
@@ -71,7 +90,7 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
         return run_changed_check(dataset=dataset, ref=changed_since, contract_path=contract_path,
                                  report_dir=report_dir, checks=checks, db=db, record=record, workers=workers,
                                  fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer,
-                                 fail_on_existing=fail_on_existing)
+                                 fail_on_existing=fail_on_existing, snippets=snippets)
     if os.environ.get("GATE_URL"):  # a shared service is the writer: submit the check there and wait for it
         from gate.service.client import remote_check
 
@@ -80,7 +99,7 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
     run, code = check_dataset(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,
                               db=db, record=record, workers=workers, fail_on=fail_on, max_examples=max_examples,
                               tokenizer=tokenizer, engine=engine, address=address, base=base, index=index,
-                              base_check=base_check, fail_on_existing=fail_on_existing)
+                              base_check=base_check, fail_on_existing=fail_on_existing, snippets=snippets)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(run):
             print(line)

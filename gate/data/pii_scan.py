@@ -2,7 +2,8 @@
 
 Every message content (all roles), reasoning content and tool-call argument string is read. Prose goes to
 presidio with the NER model when installed; tool-call arguments are identifiers and JSON, where a NER model
-tags keys as names, so they get the pattern recognisers only.
+tags keys as names, so they get the pattern recognisers only, and so do the code spans of prose (fenced and
+inline code, SQL, JSON, identifier lists: `gate.pii.code`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from gate.contract import Contract
 from gate.errors import GateError
+from gate.pii.code import blank, code_spans
 
 PII_OPTIONS = {"entities", "ner_entities", "use_ner", "thresholds", "context_words", "roles", "default_threshold"}
 SECRET_OPTIONS = {"detect_secrets", "own_patterns", "plugins", "base64_limit", "hex_limit", "roles"}
@@ -142,27 +144,47 @@ class RowScanner:
         # inside a runner worker this process is already one of N; in the parent let presidio fan out
         workers = None if os.getpid() == self._parent_pid else 1
         if self.pii_config is not None:
-            for cfg, want in ((self.pii_config, True), (self.pattern_config, False)):
-                sel = [fh for fh in flat if fh.prose is want and _wanted(fh, self.pii_roles)]
-                for fh, hits in zip(sel, _once_per_text(sel, lambda t, c=cfg: scan_texts(t, c, workers=workers)),
-                                    strict=True):
-                    fh.pii = resolve_overlaps(hits)  # one finding per span: an IP is not also a phone number
+            # prose goes to the configured scan (NER included) with its code spans blanked; tool-call arguments
+            # and the code spans of prose go to the pattern recognisers only (gate.pii.code)
+            ner_jobs: list[tuple[FieldHits, str]] = []
+            pattern_jobs: list[tuple[FieldHits, str]] = []
+            ner = self.pii_config.use_ner
+            for fh in flat:
+                if not _wanted(fh, self.pii_roles):
+                    continue
+                if not fh.prose:
+                    pattern_jobs.append((fh, fh.text))
+                    continue
+                code = code_spans(fh.text) if ner else []
+                ner_jobs.append((fh, blank(fh.text, code, keep=False) if code else fh.text))
+                if code:
+                    pattern_jobs.append((fh, blank(fh.text, code, keep=True)))
+            found: dict[int, list[Any]] = {}
+            for cfg, jobs in ((self.pii_config, ner_jobs), (self.pattern_config, pattern_jobs)):
+                for (fh, _), hits in zip(jobs, _once_per_text([t for _, t in jobs],
+                                                              lambda t, c=cfg: scan_texts(t, c, workers=workers)),
+                                         strict=True):
+                    found.setdefault(id(fh), []).extend(hits)
+            for fh in flat:
+                if id(fh) in found:  # one finding per span: an IP is not also a phone number
+                    fh.pii = resolve_overlaps(found[id(fh)])
         if self.secret_config is not None:
             sel = [fh for fh in flat if _wanted(fh, self.secret_roles)]
-            for fh, hits in zip(sel, _once_per_text(sel, lambda t: scan_secrets_texts(t, self.secret_config)),
+            for fh, hits in zip(sel, _once_per_text([fh.text for fh in sel],
+                                                    lambda t: scan_secrets_texts(t, self.secret_config)),
                                 strict=True):
                 fh.secrets = hits
         return fields
 
 
-def _once_per_text(sel: list[FieldHits], scan: Any) -> list[list[Any]]:
+def _once_per_text(texts: list[str], scan: Any) -> list[list[Any]]:
     """Scans each distinct text once. Chat data repeats itself (one system prompt on every row, stock replies),
     and the NER model is the slowest step of a check; hits are immutable and relative to their own text."""
-    if not sel:
+    if not texts:
         return []
-    distinct = list(dict.fromkeys(fh.text for fh in sel))
+    distinct = list(dict.fromkeys(texts))
     found = dict(zip(distinct, scan(distinct), strict=True))
-    return [list(found[fh.text]) for fh in sel]
+    return [list(found[t]) for t in texts]
 
 
 def _wanted(fh: FieldHits, roles: set[str] | None) -> bool:

@@ -16,17 +16,20 @@ from gate.pii.presidio_engine import (
     Hit,
     engine_info,
     ner_available,
+    recall_spans,
+    recall_spans_texts,
     resolve_overlaps,
     scan_text,
     scan_texts,
     scan_texts_plain,
     street_address_recognizer,
 )
-from gate.pii.redact import mask_loose, redact_value, snippet
+from gate.pii.redact import mask_context, mask_loose, redact_value, snippet, snippet_window, value_snippet
 from gate.pii.secrets import SecretHit, scan_secrets, scan_secrets_texts
 
 __all__ = [
     "Hit", "PiiConfig", "ScrubConfig", "ScrubResult", "SecretConfig", "SecretHit", "anonymize", "engine_info",
-    "mask_loose", "ner_available", "redact_value", "resolve_overlaps", "scan_secrets", "scan_secrets_texts",
-    "scan_text", "scan_texts", "scan_texts_plain", "snippet", "street_address_recognizer",
+    "mask_context", "mask_loose", "ner_available", "recall_spans", "recall_spans_texts", "redact_value",
+    "resolve_overlaps", "scan_secrets", "scan_secrets_texts", "scan_text", "scan_texts", "scan_texts_plain",
+    "snippet", "snippet_window", "street_address_recognizer", "value_snippet",
 ]

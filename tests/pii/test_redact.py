@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
 from synth import PRIVATE_KEY, SECRETS
 
-from gate.pii import PiiConfig, mask_loose, redact_value, scan_secrets_texts, scan_texts, snippet
+from gate.pii import (
+    PiiConfig,
+    mask_context,
+    mask_loose,
+    redact_value,
+    scan_secrets_texts,
+    scan_texts,
+    snippet,
+    value_snippet,
+)
 
 pytest.importorskip("presidio_analyzer")
 pytest.importorskip("detect_secrets")
@@ -59,8 +69,9 @@ def test_snippet_redacts_every_hit_in_the_window() -> None:
         i = text.index(value)
         spans.append(Span(i, i + len(value), label))
     out = snippet(text, spans, width=200)
-    assert out == ("Hello, I am <PERSON>. Mail p***@e***.com or call +1 *** . My card 4*** was charged twice for "
-                   "ORD-123456.").replace(" .", ".")
+    # the context too: a capitalised word and a run of digits could be personal (issue 15 item 7)
+    assert out == ("Hello, I am <PERSON>. M*** p***@e***.com or call +1 *** . My card 4*** was charged twice for "
+                   "O***-1*****.").replace(" .", ".")
     narrow = snippet(text, spans[1:2], width=10)
     assert narrow.startswith("…") and narrow.endswith("…") and "p***@e***.com" in narrow
     assert "415" not in narrow  # the window ends at a word boundary, not inside the (unreported) phone number
@@ -71,8 +82,9 @@ def test_snippet_masks_pii_the_detectors_missed() -> None:
     out = snippet(text, [])
     for raw in ("jane.doe@example.com", "+49 30 901820 77", "901820", "Zx8Kq2Lm9Np4Rs7Tv1WyAb3Cd5Ef"):
         assert raw not in out
-    assert "2024-06-11" in out  # dates stay readable
+    assert "2024-06-11" not in out and "2***-**-**" in out  # a date may be a date of birth
     assert mask_loose("card 4111 1111 1111 1111") == "card 4*** **** **** ****"
+    assert "2024-06-11" in mask_loose("on 2024-06-11")  # the log masker keeps dates readable
 
 
 def test_snippet_includes_straddling_hits_whole() -> None:
@@ -122,3 +134,66 @@ def test_no_raw_names_leak_with_ner(ner_cfg: PiiConfig, messages: list) -> None:
         out = snippet(text, hits, width=400)
         for h in hits:
             assert text[h.start:h.end] not in out or len(text[h.start:h.end]) < 4
+
+
+# ------------------------------------------------------------------- issue 15 item 7: the context is masked too
+
+@pytest.mark.parametrize(("text", "gone"), [
+    ("Jane Doe, 221 Baker Street, jane@x.org, +44 20 7946 0958, born 1985-03-12",
+     ["Jane", "Doe", "Baker", "jane@x.org", "7946", "1985"]),
+    ("Hello support, my name is José Müller-Lüdenscheidt from Königs Wusterhausen.",
+     ["José", "Müller", "Lüdenscheidt", "Königs"]),
+    ("O'Brien and McDonald visited https://www.smith-jones.biz/about and acme-corp.net", ["Brien", "McDonald",
+                                                                                         "smith", "acme"]),
+    ("cut mid-address jane.doe@exa", ["jane.doe"]),
+    ("***Jane*** and **John Smith**", ["Jane", "John", "Smith"]),
+    ("Li Wu and Ng called", ["Li", "Wu", "Ng"]),
+    ("postcode CB2X 1PW, 75002 Paris", ["CB2X 1PW", "75002", "Paris"]),
+])
+def test_mask_context_masks_name_like_words_digit_runs_and_shapes(text: str, gone: list[str]) -> None:
+    out = mask_context(text)
+    for value in gone:
+        assert value not in out, (value, out)
+    assert mask_context(out) == out  # masking a stored snippet again changes nothing
+
+
+def test_mask_context_keeps_prose_readable() -> None:
+    assert mask_context("The export is stuck at 45% since Tuesday, please help.") == (
+        "The export is stuck at 45% since T***, please help.")
+    assert mask_context("<PERSON> wrote from j***@e***.com via https://p***") == (
+        "<PERSON> wrote from j***@e***.com via https://p***")
+
+
+def test_snippet_masks_what_the_scan_did_not_report() -> None:
+    """Only the e-mail is a hit; the name, the city and the lower-case name from a recall scan are masked too."""
+    text = "Contact jane.doe@example.com or ask for Priya in Seattle; my colleague is tomasz nowak."
+    i = text.index("jane.doe")
+    email = Span(i, i + len("jane.doe@example.com"), "EMAIL_ADDRESS")
+    j = text.index("tomasz nowak")
+    out = snippet(text, [email], width=200, extra=[(j, j + len("tomasz nowak"), "PERSON")])
+    assert out == "C*** j***@e***.com or ask for P*** in S***; my colleague is <PERSON>."
+    # a recall span overlapping the hit widens it and keeps the hit's own redacted form
+    wide = snippet(text, [email], width=200, extra=[(i - 8, i + 8, "ORGANIZATION")])
+    assert wide.startswith("C***@e***.com or") and "jane" not in wide
+
+
+def test_value_snippet_is_the_one_report_snippet() -> None:
+    from gate.report import redact as report_redact
+
+    assert report_redact.snippet is value_snippet and report_redact.mask is mask_loose
+    assert value_snippet("my name is jane doe and josé from zürich, Li Wu", words=True) == (
+        "m* n*** i* j*** d** a** j*** f*** z***, L*** W***")
+    long = "x " * 200 + "write to jane.doe@example.com now"
+    assert "jane" not in value_snippet(long, 80) and value_snippet(long, 80).endswith("…")
+
+
+def test_recall_spans_find_what_the_default_scan_leaves_out(ner_cfg: PiiConfig) -> None:
+    from gate.pii import recall_spans
+
+    text = "Ask in Berlin, or my neighbour Jordan, licence D1234567, ip 10.1.2.3 (phone-shaped too)."
+    labels = {(text[s:e], lab) for s, e, lab in recall_spans(text, ner_cfg)}
+    assert ("Berlin", "LOCATION") in labels and any(v == "Jordan" for v, _ in labels)
+    assert {("10.1.2.3", "IP_ADDRESS")} <= labels  # every recogniser's span, overlaps and all
+    assert not any(v == "D1234567" for v, _ in labels)  # not a recall entity ...
+    opted = dataclasses.replace(ner_cfg, entities=(*ner_cfg.entities, "US_DRIVER_LICENSE"))
+    assert ("D1234567", "US_DRIVER_LICENSE") in {(text[s:e], lab) for s, e, lab in recall_spans(text, opted)}

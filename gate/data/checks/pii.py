@@ -18,6 +18,25 @@ from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.pii_scan import RowScanner
 
 
+def _recall(fields: list[tuple[str, int, int]], scanner: RowScanner) -> list[list[tuple[int, int, str]]]:
+    """Per (text, lo, hi): the recall scan (`gate.pii.recall_spans_texts`) of `text[lo:hi]`, in text offsets;
+    empty spans (the shape masker alone) when presidio is not installed (a secret-only machine).
+
+    Why: a finding's snippet shows the text around it, and what the configured scan did not report there (a name
+    below the threshold, an entity that is not enabled, a second e-mail) must be masked all the same. One scan
+    per field covers the windows of all its findings.
+    """
+    if not fields:
+        return []
+    try:
+        from gate.pii import recall_spans_texts
+
+        found = recall_spans_texts([t[lo:hi] for t, lo, hi in fields], scanner.pii_config)
+    except ImportError:
+        return [[] for _ in fields]
+    return [[(lo + s, lo + e, lab) for s, e, lab in spans] for (_, lo, _), spans in zip(fields, found, strict=True)]
+
+
 class _DetectorCheck(Check):
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
@@ -31,21 +50,27 @@ class _DetectorCheck(Check):
         raise NotImplementedError
 
     def map(self, batch: Batch) -> Any:
-        from gate.pii import snippet
+        from gate.pii import snippet, snippet_window
 
-        findings = []
         scanned = self._scanner.scan([row for _, row in batch.rows])
         texts = 0
+        todo: list[tuple[int, str | None, Any, list[Any], list[tuple[int, int]]]] = []
         for (line, row), fields in zip(batch.rows, scanned, strict=True):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
             for fh in fields:
                 hits = self._hits(fh)
-                for hit in hits:
-                    rule, message = self._describe(hit)
-                    findings.append(Finding(self.name, batch.split, line, fh.path, rule, "error",
-                                            f"{message} at characters {hit.start}-{hit.end}",
-                                            snippet(fh.text, fh.pii + fh.secrets), rid))
+                if hits:
+                    windows = [snippet_window(fh.text, fh.pii + fh.secrets, focus=h) for h in hits]
+                    todo.append((line, rid, fh, hits, windows))
+        hulls = [(fh.text, min(w[0] for w in ws), max(w[1] for w in ws)) for _, _, fh, _, ws in todo]
+        findings = []
+        for (line, rid, fh, hits, _), extra in zip(todo, _recall(hulls, self._scanner), strict=True):
+            for hit in hits:
+                rule, message = self._describe(hit)
+                findings.append(Finding(self.name, batch.split, line, fh.path, rule, "error",
+                                        f"{message} at characters {hit.start}-{hit.end}",
+                                        snippet(fh.text, fh.pii + fh.secrets, focus=hit, extra=extra), rid))
         return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts})
 
     def reduce(self, partial: Any) -> None:
