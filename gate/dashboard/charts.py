@@ -216,3 +216,44 @@ def release_diff(a_id: str, b_id: str, rows: list[dict[str, Any]]) -> str | None
     layout["margin"]["b"] = 80
     layout["legend"]["y"] = -0.3
     return _to_json({"data": traces, "layout": layout})
+
+
+def length_chart(details: dict[str, Any]) -> str | None:
+    """The `length` check's picture: its token histogram (stacked per split, with the recommended length and the
+    limit as lines) when the contract names a tokenizer, else each split's character-length percentiles with the
+    contract's row limit. None when the check did not run.
+
+    Why the fallback is percentiles, not a histogram: without a tokenizer the check stores p50/p90/p99/max per
+    split, not per-row lengths, and the page draws what the record holds rather than re-reading the dataset.
+    """
+    hist = next((p for p in details.get("plots") or [] if p.get("kind") == "histogram"), None)
+    if hist:
+        edges = hist["edges"]
+        mids = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        widths = [b - a for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        traces: list[dict[str, Any]] = [{"type": "bar", "x": mids, "y": counts, "width": widths, "name": split}
+                                        for split, counts in hist["series"].items()]
+        shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                   "line": {"dash": "dash", "color": "#24292f", "width": 1}} for x in hist.get("lines", {}).values()]
+        notes = [{"x": x, "y": 1, "xref": "x", "yref": "paper", "text": name, "showarrow": False,
+                  "yanchor": "bottom"} for name, x in hist.get("lines", {}).items()]
+        layout = _layout(hist.get("title") or "tokens per row", 340, barmode="stack", bargap=0,
+                         xaxis=_axis(title={"text": hist.get("xlabel") or "tokens"}),
+                         yaxis=_axis(title={"text": "rows"}), shapes=shapes, annotations=notes)
+        return _to_json({"data": traces, "layout": layout})
+    splits = details.get("splits") or {}
+    if not splits:
+        return None
+    stats = ["chars_p50", "chars_p90", "chars_p99", "chars_max"]
+    traces = [{"type": "bar", "x": [s.removeprefix("chars_") for s in stats], "y": [v.get(s) for s in stats],
+               "name": f"{split} ({v.get('rows')} rows)"} for split, v in splits.items()]
+    limit = (details.get("limits") or {}).get("max_row_chars")
+    layout = _layout("characters per row, by split (percentiles)", 320, barmode="group",
+                     xaxis=_axis(type="category"), yaxis=_axis(title={"text": "characters"}))
+    if limit:
+        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": limit,
+                             "y1": limit, "line": {"dash": "dash", "color": FAIL_COLOR, "width": 1}}]
+        layout["annotations"] = [{"xref": "paper", "x": 1, "y": limit, "yref": "y", "text": f"max_row_chars {limit}",
+                                  "showarrow": False, "xanchor": "right", "yanchor": "bottom"}]
+    return _to_json({"data": traces, "layout": layout})
+

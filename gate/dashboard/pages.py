@@ -149,19 +149,40 @@ def checks(db: str, **ctx: Any) -> str:
     return _render("checks.html", title="Dataset checks", runs=runs, **ctx)
 
 
-def check_run(db: str, run_id: str, *, check: str | None = None, **ctx: Any) -> str:
-    """One dataset check and its findings, every quoted value masked again on the way out."""
+def _check_run_context(db: str, run_id: str, check: str | None) -> dict[str, Any]:
+    """The run, its findings and clusters (every quoted value masked again on the way out) and its length chart."""
     from gate.report.redact import mask
 
     with _record(db) as con:
         if con is None:
             raise GateError(f"no check run '{run_id}' in the record", file=db)
         run = queries.check_run(con, run_id, check=check)
+        details = evidence.check_run_details(con, run_id)
+        clusters = evidence.duplicate_clusters(con, run_id)
     for f in run["findings"]:
         f["snippet"] = mask(f["snippet"]) if f.get("snippet") else f.get("snippet")
         f["message"] = mask(f["message"]) if f.get("message") else f.get("message")
     for r in run["results"]:
         r["summary"] = mask(r["summary"]) if r.get("summary") else r.get("summary")
+    for c in clusters:
+        for m in c["members"]:
+            m["snippet"] = mask(m["snippet"]) if m.get("snippet") else m.get("snippet")
     severities = sorted({f["severity"] for f in run["findings"] if f.get("severity")})
-    return _render("check_run.html", title=f"Check {run_id}", run=run, check=check or "", severities=severities,
+    length = details.get("length") or {}
+    return {"run": run, "check": check or "", "severities": severities, "clusters": clusters,
+            "length_chart": charts.length_chart(length) if length else None, "length_splits": length.get("splits")}
+
+
+def check_run(db: str, run_id: str, *, check: str | None = None, **ctx: Any) -> str:
+    """One dataset check and its findings, every quoted value masked again on the way out."""
+    page = _check_run_context(db, run_id, check)
+    return _render("check_run.html", title=f"Check {run_id}", **page, **ctx)
+
+
+def check_report(db: str, run_id: str, **ctx: Any) -> str:
+    """The check-run page frozen as one static page (`gate report-html --check-run`): every finding, no links
+    into a live dashboard, the check filter client-side."""
+    page = _check_run_context(db, run_id, None)
+    ctx.setdefault("links", False)
+    return _render("check_run.html", title=f"Check {run_id}", subtitle="static check report", static=True, **page,
                    **ctx)

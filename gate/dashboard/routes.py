@@ -176,6 +176,12 @@ async def check_run(request: Request, run_id: str, check: str | None = None) -> 
                        lambda db, **ctx: pages.check_run(db, run_id, check=check or None, **ctx))
 
 
+@router.get("/checks/{run_id}/report.html", name="dashboard_check_report", response_class=HTMLResponse)
+async def check_report(request: Request, run_id: str) -> Response:
+    """The static check-run page (what `gate report-html --check-run` writes), served with this server's plotly."""
+    return await _page(request, ("check_report", run_id), lambda db, **ctx: pages.check_report(db, run_id, **ctx))
+
+
 @router.get("/static/plotly.min.js", name="dashboard_plotly_js")
 def plotly_js() -> Response:
     return FileResponse(plotly_js_path(), media_type="application/javascript",
