@@ -150,9 +150,12 @@ class YamlDoc:
         return self.error(message, file=str(self.path), line=self.line(path, key),
                           field=dotted([*path, key] if key is not None else path))
 
-    def validate(self, schema: dict[str, Any]) -> None:
-        """Raises the first schema violation in file order; an unknown key names itself and the closest known one
-        (`unknown key 'thresold' (did you mean 'thresholds'?)`)."""
+    def validate(self, schema: dict[str, Any], hint: Callable[[list[Any], str], str | None] | None = None) -> None:
+        """Raises the first schema violation in file order, worded so the reader knows the fix: an unknown key
+        names the closest known one (`unknown key 'thresold' (did you mean 'thresholds'?)`), the section it
+        belongs to when it is a key elsewhere (`roles` -> `messages.roles`), a synonym's real name (`enum` ->
+        `allowed`), or else the keys the section takes; `hint(path, key)` lets the caller add a file-specific
+        hint for an unknown key. A scalar where a mapping is needed shows the mapping form."""
         from gate.contract.schemas import validator  # the one validator factory: nothing is ever retrieved
 
         errors = sorted(validator(schema, assert_formats=False).iter_errors(self.data),
@@ -165,9 +168,102 @@ class YamlDoc:
             extra = [k for k in err.instance if k not in err.schema.get("properties", {})]
             if extra:
                 key = str(extra[0])
-                hint = difflib.get_close_matches(key, known_keys(schema, epath), n=1)
-                raise self.fail(f"unknown key '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""), epath, key)
+                raise self.fail(unknown_key_message(schema, epath, key, hint), epath, key)
+        if err.validator == "type" and err.validator_value == "object" and not isinstance(err.instance, dict):
+            raise self.fail(_not_a_mapping(err.instance, err.schema, epath), epath)
+        if err.validator in ("anyOf", "oneOf"):
+            shapes = "; ".join(describe(s) for s in err.validator_value)
+            raise self.fail(f"{_short(err.instance)} matches none of the allowed shapes: {shapes}", epath)
         raise self.fail(err.message, epath)
+
+
+#: keys people write from other tools' vocabularies, and the key gate reads instead
+SYNONYMS = {"enum": "allowed", "choices": "allowed", "values": "allowed", "one_of": "allowed", "regex": "pattern",
+            "minLength": "min_length", "maxLength": "max_length", "optional": "required", "nullable": "max_null_rate"}
+
+
+def _places(schema: dict[str, Any], key: str, prefix: str = "", depth: int = 0) -> list[str]:
+    """Every dotted place in the schema where `key` is a known key (`messages.roles`, `text.roles`): where a key
+    written at the wrong level belongs."""
+    out: list[str] = []
+    if depth > 4 or not isinstance(schema, dict):
+        return out
+    for name, sub in (schema.get("properties") or {}).items():
+        here = f"{prefix}{name}"
+        if name == key and prefix:
+            out.append(here)
+        out += _places(sub, key, here + ".", depth + 1)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        out += _places(extra, key, prefix + "<name>.", depth + 1)
+    return out
+
+
+def unknown_key_message(schema: dict[str, Any], path: Sequence[Any], key: str,
+                        hint: Callable[[list[Any], str], str | None] | None = None) -> str:
+    """`unknown key 'k'` plus the one most likely fix (see `YamlDoc.validate`)."""
+    known = known_keys(schema, path)
+    msg = f"unknown key '{key}'"
+    custom = hint(list(path), key) if hint else None
+    if custom:
+        return f"{msg} ({custom})"
+    if SYNONYMS.get(key) in known:
+        return f"{msg} (gate calls it '{SYNONYMS[key]}')"
+    here = dotted(path)
+    places = [p for p in _places(schema, key) if not p.startswith(f"{here}.{key}")]
+    close = difflib.get_close_matches(key, known, n=1)
+    if places and not (close and close[0] != key and difflib.SequenceMatcher(None, key, close[0]).ratio() > 0.85):
+        also = f" it is also read as {', '.join(places[1:4])}" if len(places) > 1 else ""
+        return f"{msg} here (did you mean '{places[0]}'?{also})"
+    if close:
+        return f"{msg} (did you mean '{close[0]}'?)"
+    if known:
+        return f"{msg} ({here if path else 'the top level'} takes: {', '.join(known)})"
+    return msg
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def describe(schema: Any) -> str:
+    """One JSON Schema in a few words (`string or null`, `array of object`, `one of ['a', 'b']`, `object with
+    keys type, text`): what a value may look like, for messages that list the allowed shapes."""
+    if not isinstance(schema, dict):
+        return "anything" if schema is True else "nothing"
+    if "enum" in schema:
+        return f"one of {list(schema['enum'])}"
+    if "const" in schema:
+        return f"exactly {schema['const']!r}"
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    parts = []
+    for kind in kinds or ["any value"]:
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            parts.append(f"array of ({describe(schema['items'])})")
+        elif kind == "object" and (schema.get("required") or schema.get("properties")):
+            keys = schema.get("required") or sorted(schema.get("properties", {}))
+            parts.append(f"object with keys {', '.join(map(str, keys))}")
+        else:
+            parts.append(kind)
+    if "anyOf" in schema or "oneOf" in schema:
+        parts = [" or ".join(describe(s) for s in schema.get("anyOf") or schema.get("oneOf"))]
+    return " or ".join(parts)
+
+
+def _not_a_mapping(value: Any, schema: dict[str, Any], path: Sequence[Any]) -> str:
+    """`fields.dialect: string` is the short form people guess; the message shows the mapping form instead."""
+    name = str(path[-1]) if path else "value"
+    props = schema.get("properties") or {}
+    for key in schema.get("required") or []:
+        allowed = (props.get(key) or {}).get("enum") or []
+        if isinstance(value, str) and value in allowed:
+            return f"{_short(value)} is not a mapping: write `{name}: {{{key}: {value}}}`"
+    if schema.get("required"):
+        example = ", ".join(f"{k}: ..." for k in schema["required"])
+        return f"{_short(value)} is not a mapping: write `{name}: {{{example}}}`"
+    return f"{_short(value)} is not a mapping (key: value pairs)"
 
 
 def read(path: Path, *, what: str, error: type[GateError], not_found: str | None = None) -> YamlDoc:

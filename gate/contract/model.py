@@ -115,7 +115,7 @@ def load_contract(path: str | Path) -> Contract:
 
 def _load_contract(p: Path) -> Contract:
     doc = yamlio.read(p, what="contract", error=ContractError)
-    doc.validate(contract_schema())  # every check's own options too, with line and "did you mean"
+    doc.validate(contract_schema(), hint=_key_hint)  # every check's own options too, with line and "did you mean"
     data, fail = doc.data, doc.fail
 
     def check_regex(rx: str, fpath: list[Any]) -> None:
@@ -173,14 +173,10 @@ def _load_contract(p: Path) -> Contract:
             raise fail("a refusal rule needs expect_output, expect_text_matches or forbid_tool_calls", ["refusal"])
     for check in (data.get("thresholds") or {}).get("max_findings", {}):
         if check not in CHECK_NAMES:
-            hint = difflib.get_close_matches(check, CHECK_NAMES, n=1)
-            raise fail(f"unknown check '{check}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""),
-                       ["thresholds", "max_findings", check])
+            raise fail(unknown_check(check), ["thresholds", "max_findings", check])
     for check in data.get("checks") or {}:
         if check not in CHECK_NAMES:
-            hint = difflib.get_close_matches(check, CHECK_NAMES, n=1)
-            raise fail(f"unknown check '{check}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""),
-                       ["checks", check])
+            raise fail(unknown_check(check), ["checks", check])
     from gate.pii.config import contract_problem  # stdlib only: no presidio at load time
 
     pii_problem = contract_problem(data.get("checks") or {})
@@ -233,6 +229,22 @@ def _load_contract(p: Path) -> Contract:
         evaluation_sets=evaluation_sets,
         tokenizer=tokenizer,
     )
+
+
+def unknown_check(name: str) -> str:
+    """`unknown check 'x'` with the likely one, or every valid name: the fix without reading the source."""
+    hint = difflib.get_close_matches(name, CHECK_NAMES, n=1)
+    if hint:
+        return f"unknown check '{name}' (did you mean '{hint[0]}'?)"
+    return f"unknown check '{name}' (the checks are: {', '.join(CHECK_NAMES)})"
+
+
+def _key_hint(path: list[Any], key: str) -> str | None:
+    """A check's name under `thresholds:` is a finding limit written one level too high."""
+    if path == ["thresholds"] and key in CHECK_NAMES:
+        return (f"a check's limit goes under max_findings: `thresholds: {{max_findings: {{{key}: N}}}}`; "
+                "thresholds takes: max_duplicate_rate, max_findings")
+    return None
 
 
 def _freeze(obj: Any) -> Any:

@@ -53,7 +53,7 @@ def test_unknown_option_is_a_line_numbered_error_with_hint(tmp_path, check, key,
     ("  boilerplate:\n    unit: paragraph\n", 5, "'paragraph' is not one of ['line', 'sentence']"),
     ("  pii:\n    thresholds: {EMAIL_ADDRESS: 2}\n", 5, "greater than the maximum of 1"),
     ("  secret:\n    roles: [robot]\n", 5, "'robot' is not one of"),
-    ("  group_split: 3\n", 4, "3 is not of type 'object'"),
+    ("  group_split: 3\n", 4, "3 is not a mapping (key: value pairs)"),
 ])
 def test_wrong_option_value_names_its_line(tmp_path, checks, line, needle):
     with pytest.raises(ContractError) as err:

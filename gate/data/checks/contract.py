@@ -68,8 +68,10 @@ def _explain(err: ValidationError) -> str:
         return f"does not match pattern {vv}"
     if v == "format":
         return f"not a valid {vv}"
-    if v in ("anyOf", "oneOf"):
-        return f"matches none of the allowed shapes ({v})"
+    if v in ("anyOf", "oneOf"):  # the shapes come from the schema, so naming them shows no private value
+        from gate.yamlio import describe
+
+        return f"matches none of the allowed shapes ({v}): {'; '.join(describe(s) for s in vv)}"
     return f"violates '{v}'"
 
 
