@@ -669,6 +669,25 @@ def index_build(
                                      record=not no_db))
 # ---- end: incremental index ----
 
+# ---- schema and contract authoring (issue 18 items 12, 13) ----
+class SchemaKind(StrEnum):
+    contract = "contract"
+    scorecard = "scorecard"
+    trainspec = "trainspec"
+
+
+@app.command(epilog=_exits("written"))
+def schema(
+    kind: Annotated[SchemaKind, typer.Argument(help="Which file's schema.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write it here (atomically) [default: "
+                                                                  "stdout].")] = None,
+) -> None:
+    """Print the JSON Schema of a contract, scorecard or training spec, for editors (yaml-language-server)."""
+    from gate.commands.schema import run_schema_command
+
+    raise typer.Exit(run_schema_command(kind=kind.value, out=str(out) if out else None))
+# ---- end: schema and contract authoring ----
+
 def main() -> None:
     """Entry point: maps every failure to its exit code and one line, never a traceback."""
     try:
