@@ -613,6 +613,9 @@ def report_html(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for index.html and plotly.min.js (written "
                                                                  "atomically) [default: gate-report/release, "
                                                                  "gate-report/check].")] = None,
+    scorecard: Annotated[Path | None, typer.Option("--scorecard", "-s", help="The scorecard file the release was "
+                                                                        "decided with: adds each item's prompt "
+                                                                        "(redacted) to items.html.")] = None,
     db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
 ) -> None:
     """Write a static HTML release report, or with --check-run a dataset check's page (plotly charts, bundled
@@ -623,10 +626,11 @@ def report_html(
         from gate.commands.report_html import run_check_report_html
 
         raise typer.Exit(run_check_report_html(run_id=check_run, out=str(out or "gate-report/check"), db=db))
-    from gate.commands.dashboard import run_report_html
+    from gate.commands.report_html import run_release_report_html
 
     assert release is not None
-    raise typer.Exit(run_report_html(release_id=release, out=str(out or "gate-report/release"), db=db))
+    raise typer.Exit(run_release_report_html(release_id=release, out=str(out or "gate-report/release"), db=db,
+                                             scorecard=str(scorecard) if scorecard else None))
 
 
 @app.command(epilog=_exits("stopped cleanly"))

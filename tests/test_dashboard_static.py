@@ -26,7 +26,7 @@ def test_report_is_self_contained(seeded, tmp_path):
     page = write_release_report(seeded["db"], rid, tmp_path / "report")
     assert page == tmp_path / "report" / "index.html"
     html = page.read_text(encoding="utf-8")
-    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["index.html", "plotly.min.js"]
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["index.html", "items.html", "plotly.min.js"]
     assert (tmp_path / "report" / "plotly.min.js").read_bytes() == plotly_js_path().read_bytes()
     assert re.findall(r'<script src="([^"]+)"', html) == ["plotly.min.js"]
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html

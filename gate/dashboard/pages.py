@@ -105,6 +105,54 @@ def report(db: str, release_id: str, **ctx: Any) -> str:
     return _render("release.html", title=f"Release {release_id}", subtitle="static release report", **page, **ctx)
 
 
+def _quoted(text: Any, width: int = 2000) -> Any:
+    """A prompt, an answer or an explanation as the page may show it: through the project's one value masker."""
+    from gate.report.redact import snippet
+
+    return snippet(str(text), width) if text else text
+
+
+def _items_context(con: Any, release_id: str, prompts: dict[tuple[str, str], str] | None) -> dict[str, Any]:
+    rel = queries.release(con, release_id)
+    items = evidence.item_answers(con, rel["decision_id"]) if rel.get("decision_id") else []
+    for it in items:
+        it["prompt"] = _quoted((prompts or {}).get((it["suite"], it["item_id"])))
+        for side in ("baseline", "candidate"):
+            it[side] = _quoted(it[side])
+            it[f"{side}_error"] = _quoted(it[f"{side}_error"], 300)
+        for sc in it["scores"].values():
+            for side in ("baseline", "candidate"):
+                sc[f"{side}_explanation"] = _quoted(sc[f"{side}_explanation"], 500)
+    scorers = sorted({k for it in items for k in it["scores"]})
+    return {"rel": rel, "items": items, "scorers": scorers, "changed": sum(it["changed"] for it in items),
+            "with_prompts": prompts is not None}
+
+
+def items(db: str, release_id: str, *, prompts: dict[tuple[str, str], str] | None = None, **ctx: Any) -> str:
+    """Per item of a release's decision: the prompt (when the scorecard is at hand), both answers and each
+    scorer's verdict and explanation side by side, filterable in the page to the items whose verdict changed."""
+    with _record(db) as con:
+        if con is None:
+            raise GateError(f"no release '{release_id}' in the record", file=db)
+        page = _items_context(con, release_id, prompts)
+    return _render("items.html", title=f"Items of {release_id}", **page, **ctx)
+
+
+def scorecard_prompts(path: str) -> dict[tuple[str, str], str]:
+    """(suite, item id) -> the item's last user message, from a scorecard file: the record keeps only each prompt's
+    hash, so the static report reads the prompts from the scorecard the decision was made with."""
+    from gate.score.scorecard import load_scorecard
+
+    sc = load_scorecard(path)
+    out: dict[tuple[str, str], str] = {}
+    for suite in sc.suites:
+        for it in suite.items:
+            users = [m.get("content") for m in it.messages if m.get("role") == "user"]
+            text = users[-1] if users else (it.messages[-1].get("content") if it.messages else "")
+            out[(suite.name, it.id)] = text if isinstance(text, str) else _show(text)
+    return out
+
+
 def _diff_metrics(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows for the metrics both releases compared (category 'all'), aligned by suite, scorer and key."""
     def index(rel: dict[str, Any]) -> dict[str, dict[str, Any]]:

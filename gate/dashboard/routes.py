@@ -160,6 +160,11 @@ async def release(request: Request, release_id: str) -> Response:
     return await _page(request, ("release", release_id), lambda db, **ctx: pages.release(db, release_id, **ctx))
 
 
+@router.get("/releases/{release_id}/items", name="dashboard_release_items", response_class=HTMLResponse)
+async def release_items(request: Request, release_id: str) -> Response:
+    return await _page(request, ("items", release_id), lambda db, **ctx: pages.items(db, release_id, **ctx))
+
+
 @router.get("/diff", name="dashboard_diff", response_class=HTMLResponse)
 async def diff(request: Request, a: str, b: str) -> Response:
     return await _page(request, ("diff", a, b), lambda db, **ctx: pages.diff(db, a, b, **ctx))

@@ -15,12 +15,19 @@ from gate.dashboard.charts import plotly_js_path
 from gate.io.atomic import atomic_dir
 
 
-def write_release_report(db_path: str, release_id: str, out_dir: str | Path) -> Path:
-    """Writes `out_dir/index.html` (the release page: gates, history, per-category breakdown, data checks, pins)
-    and `out_dir/plotly.min.js` (the plotly Python package's bundled copy); returns the page's path."""
+def write_release_report(db_path: str, release_id: str, out_dir: str | Path, *,
+                         scorecard: str | None = None) -> Path:
+    """Writes `out_dir/index.html` (the release page: gates, history, per-category breakdown, data checks, pins),
+    `out_dir/items.html` (per-item answers, baseline vs candidate; with the prompts when `scorecard` names the
+    scorecard file the decision used) and `out_dir/plotly.min.js` (the plotly Python package's bundled copy);
+    returns the release page's path."""
     text = pages.report(db_path, release_id, plotly_src="plotly.min.js", base=".")
+    prompts = pages.scorecard_prompts(scorecard) if scorecard else None
+    items = pages.items(db_path, release_id, prompts=prompts, plotly_src="plotly.min.js", base=".", links=False,
+                        subtitle="static release report")
     js = plotly_js_path()
     with atomic_dir(out_dir) as tmp:
         (tmp / "index.html").write_text(text, encoding="utf-8")
+        (tmp / "items.html").write_text(items, encoding="utf-8")
         shutil.copyfile(js, tmp / "plotly.min.js")
     return Path(out_dir) / "index.html"
