@@ -13,9 +13,8 @@ from typing import Any
 from rich.table import Table
 
 from gate.contract.model import TokenizerRef
+from gate.demo.paths import ROOT  # the checkout, or the files the wheel ships (gate.demo.paths)
 from gate.errors import ExitCode, GateError
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # (dataset, contract, tokenizer whose chat template and loss mask are audited, expected verdict)
 DEMO_DATASETS = [

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from gate.demo.paths import ROOT  # the checkout, or the files the wheel ships (gate.demo.paths)
+
 FIXTURE_DATASETS = ROOT / "fixtures" / "datasets"
 #: the fixture datasets full of planted personal data and secrets (fixtures/generate.py)
 FAULTY_FIXTURES = ("triage-faulty", "tool-use-faulty")

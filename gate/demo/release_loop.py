@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
+from gate.demo.paths import ROOT, cache_dir  # the checkout, or the files the wheel ships (gate.demo.paths)
 from gate.errors import ExitCode, GateError
 
-ROOT = Path(__file__).resolve().parents[2]
-TINY_MODEL = ROOT / ".cache" / "models" / "tiny-llama"
+TINY_MODEL = cache_dir() / "models" / "tiny-llama"
 GOOD_STEPS = 250  # measured: enough for the random tiny model to learn the triage JSON (bench/train_local_triage.py)
 WEAK_STEPS = 12   # too few to learn anything: the candidate that must be blocked
 
@@ -97,7 +97,8 @@ def run_release_loop(out_dir: str | Path, db: str, check_runs: dict[str, str], c
     t = Transcript()
     if not (TINY_MODEL / "config.json").exists():
         console.print("\n[bold]Build the tiny base model (random init, local tokenizer)[/]")
-        proc = subprocess.run([sys.executable, str(ROOT / "fixtures" / "build_tiny_model.py")], cwd=ROOT,
+        proc = subprocess.run([sys.executable, str(ROOT / "fixtures" / "build_tiny_model.py"),
+                               str(TINY_MODEL.parent)], cwd=ROOT,
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise GateError(f"demo: building the tiny model failed: {proc.stderr.strip()[-300:]}")

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gate.demo.paths import ROOT  # the checkout, or the files the wheel ships (gate.demo.paths)
 from gate.errors import InputError
 
-ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT / "fixtures" / "datasets" / "tool-use-clean" / "train.jsonl"
 FALLBACK_TOKENIZER = ROOT / "fixtures" / "tokenizers" / "glm-tiny"
 
