@@ -4,6 +4,7 @@ CHECK_NAMES: tuple[str, ...] = (
     "contract",
     "exact_duplicate",
     "near_duplicate",
+    "semantic_duplicate",
     "pii",
     "secret",
     "leakage",

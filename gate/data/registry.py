@@ -11,12 +11,14 @@ from gate.data.checks.group_split import GroupSplitCheck
 from gate.data.checks.length import LengthCheck
 from gate.data.checks.near_duplicate import LeakageCheck, NearDuplicateCheck
 from gate.data.checks.pii import PiiCheck, SecretCheck
+from gate.data.checks.semantic_duplicate import SemanticDuplicateCheck
 from gate.data.checks.template import TemplateCheck
 
 CHECKS: dict[str, type[Check]] = {
     "contract": ContractCheck,
     "exact_duplicate": ExactDuplicateCheck,
     "near_duplicate": NearDuplicateCheck,
+    "semantic_duplicate": SemanticDuplicateCheck,
     "leakage": LeakageCheck,
     "pii": PiiCheck,
     "secret": SecretCheck,

