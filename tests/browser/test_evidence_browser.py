@@ -1,0 +1,199 @@
+"""The evidence pages of issue 18 (items 17 to 19) in headless Chromium: the static check-run page opened from
+disk, the per-item answers (live and static) with their "changed verdicts" filter, the home page's data-check
+column and time axis, the release page's collapsed per-category table.
+
+Why a browser: the filters are client-side and the charts are drawn by the bundled plotly.js; only a browser shows
+that the page a reviewer opens works and draws from its own folder. Screenshots go to .cache/artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.browser.test_dashboard_browser import ARTIFACTS, _free_port, _log_in, browser  # noqa: F401 (fixture)
+from tests.dashboard_seed import PLANTED, release_rows, seed_small
+from tests.leakscan import planted_values
+from tests.test_dashboard_items import CHANGED, N_ITEMS, SCORECARD, seed_items
+from tests.test_report_html import FIXTURES, checked_run
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+SUBSECOND = re.compile(r"\d:\d\d:\d\d|\.\d{3}")  # a tick that shows seconds or milliseconds
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    import httpx
+
+    from gate.service.auth import create_token
+
+    db = str(tmp_path_factory.mktemp("evidence") / "gate.duckdb")
+    info = seed_small(db)
+    items = seed_items(db)
+    token = create_token(db, "carol", "viewer")
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "gate", "dashboard", "--db", db, "--host", "127.0.0.1", "--port",
+                             str(port)], cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                if httpx.get(url + "/login", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("dashboard server did not start")
+            time.sleep(0.2)
+        yield {"url": url, "db": db, "token": token, "items": items, **info}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def page(browser: Any) -> Any:  # noqa: F811
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = ctx.new_page()
+    pg.requests_seen, pg.errors_seen = [], []
+    pg.on("request", lambda r: pg.requests_seen.append(r.url))
+    pg.on("pageerror", lambda e: pg.errors_seen.append(str(e)))
+    yield pg
+    ctx.close()
+
+
+def _logged_in(page: Any, server: dict[str, Any], path: str) -> None:
+    page.goto(server["url"] + path)
+    _log_in(page, server, server["token"])
+    assert urlparse(page.url).path == path
+
+
+def _clean(page: Any, *, local: str | None = None) -> None:
+    if local is None:
+        assert all(u.startswith("file://") for u in page.requests_seen), page.requests_seen
+    else:
+        assert all(urlparse(u).netloc == local for u in page.requests_seen), page.requests_seen
+    assert not page.errors_seen, page.errors_seen
+    html = page.content()
+    for value in PLANTED.values():
+        assert value not in html
+
+
+def test_static_check_page_draws_and_filters_offline(page: Any, tmp_path: Path) -> None:
+    """Item 17: `gate report-html --check-run` on a real check of the faulty fixture, opened from disk."""
+    from gate.report.html_check import write_check_report
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    run = checked_run(tmp_path)
+    index = write_check_report(run["db"], run["run_id"], tmp_path / "check-page")
+    page.goto(index.as_uri())
+    page.wait_for_selector("#length-chart .main-svg", timeout=30_000)
+    assert page.locator("#length-chart .barlayer .point").count() == 3 * 4  # 3 splits x p50/p90/p99/max
+    assert page.locator("h1 .v-fail").count() == 1
+    assert page.locator("#clusters tbody tr").count() == 4
+    total = page.locator("#findings tbody tr").count()
+    assert total > 20
+    page.select_option("#f-check", "pii")
+    assert page.locator("#findings tbody tr:visible").count() == 10
+    assert set(page.locator("#findings tbody tr:visible").evaluate_all("r => r.map(x => x.dataset.check)")) == {"pii"}
+    page.screenshot(path=str(ARTIFACTS / "check-report.png"), full_page=True)
+    page.select_option("#f-check", "")
+    assert page.locator("#findings tbody tr:visible").count() == total
+    _clean(page)
+    html = page.content()
+    assert not [p for p in planted_values(FIXTURES / "triage-faulty") if p.value in html]
+
+
+def test_item_answers_filter_to_changed_verdicts(page: Any, server: dict[str, Any], tmp_path: Path) -> None:
+    """Item 18, live: from the release page's link to the items; the filter keeps the changed ones."""
+    rid = server["items"]["release"]
+    _logged_in(page, server, f"/releases/{rid}")
+    with page.expect_navigation():
+        page.click("#items-link")
+    rows = page.locator("#items > tbody > tr[data-item]")
+    assert rows.count() == N_ITEMS
+    page.check("#f-changed")
+    visible = page.locator("#items > tbody > tr[data-item]:visible")
+    assert visible.count() == len(CHANGED)
+    assert set(visible.evaluate_all("r => r.map(x => x.dataset.item)")) == server["items"]["changed"]
+    assert page.locator("#f-items").inner_text() == f"{len(CHANGED)} item(s) shown"
+    page.select_option("#f-scorer", "format.parsed")  # that scorer never changed its verdict
+    assert page.locator("#items > tbody > tr[data-item]:visible").count() == 0
+    page.select_option("#f-scorer", "triage.strict")
+    assert page.locator("#items > tbody > tr[data-item]:visible").count() == len(CHANGED)
+    assert page.locator("#items tr[data-scorer='format.parsed']:visible").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "dashboard-items.png"), full_page=True)
+    page.uncheck("#f-changed")
+    assert page.locator("#items > tbody > tr[data-item]:visible").count() == N_ITEMS
+    _clean(page, local=urlparse(server["url"]).netloc)
+
+
+def test_static_release_report_items_with_prompts(page: Any, server: dict[str, Any], tmp_path: Path) -> None:
+    """Item 18, static: items.html next to the release page, prompts from the scorecard, the same filter."""
+    from gate.dashboard.static import write_release_report
+
+    index = write_release_report(server["db"], server["items"]["release"], tmp_path / "rel", scorecard=str(SCORECARD))
+    page.goto(index.as_uri())
+    page.click("#items-link")
+    page.wait_for_selector("#items")
+    assert page.url.endswith("/items.html")
+    assert "photo studio opens early" in page.locator("#items > tbody > tr[data-item]").first.inner_text()
+    page.check("#f-changed")
+    assert page.locator("#items > tbody > tr[data-item]:visible").count() == len(CHANGED)
+    page.screenshot(path=str(ARTIFACTS / "release-report-items.png"), full_page=True)
+    _clean(page)
+
+
+def test_home_data_check_column_and_time_axis(page: Any, server: dict[str, Any], tmp_path: Path) -> None:
+    """Item 19: the column is there (every seeded release declares the failed check); ticks are dates."""
+    _logged_in(page, server, "/")
+    page.wait_for_selector(".chart-card .main-svg", timeout=30_000)
+    status = page.locator("#releases tbody td.data-check-status").evaluate_all("r => r.map(x => x.dataset.status)")
+    assert len(status) == 13 and status.count("fail") == 12 and status.count("none") == 1
+    ticks = page.locator(".chart-card .xtick text").evaluate_all("r => r.map(x => x.textContent)")
+    assert ticks and not [t for t in ticks if SUBSECOND.search(t)], ticks
+    page.screenshot(path=str(ARTIFACTS / "dashboard-home-status.png"), full_page=True)
+    _clean(page, local=urlparse(server["url"]).netloc)
+
+
+def test_one_release_gets_no_subsecond_ticks(page: Any, tmp_path: Path) -> None:
+    """Item 19: a scorecard with a single release (plotly's autorange would zoom to milliseconds)."""
+    import random
+
+    from gate.dashboard.static import write_release_report
+    from gate.store.releases import record_decision, record_release
+
+    db = str(tmp_path / "one.duckdb")
+    d, g, c, rel = release_rows("solo", 0, rng=random.Random(2))
+    record_decision(d, g, c, db)
+    record_release(rel, db)
+    page.goto(write_release_report(db, rel["release_id"], tmp_path / "solo").as_uri())
+    page.wait_for_selector("#history .main-svg", timeout=30_000)
+    ticks = page.locator("#history .xtick text").evaluate_all("r => r.map(x => x.textContent)")
+    assert ticks and not [t for t in ticks if SUBSECOND.search(t)], ticks
+    _clean(page)
+
+
+def test_release_page_collapses_the_category_table(page: Any, server: dict[str, Any]) -> None:
+    """Item 19: the per-category rows are hidden until asked for; the data checks are on screen without them."""
+    _logged_in(page, server, f"/releases/{server['current']}")
+    page.wait_for_selector("#categories .main-svg", timeout=30_000)
+    assert page.locator("#comparisons").is_hidden() and page.locator("#data-checks").is_visible()
+    page.click("#comparisons-details summary")
+    assert page.locator("#comparisons").is_visible() and page.locator("#comparisons tbody tr").count() == 10
+    page.screenshot(path=str(ARTIFACTS / "dashboard-release-collapsed.png"), full_page=True)
+    _clean(page, local=urlparse(server["url"]).netloc)
