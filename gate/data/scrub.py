@@ -120,6 +120,10 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                 clustering = Clustering(result, keys, splits, [None] * len(keys), digests)
                 for d in within_split_drops(clustering, texts, config, keep_rule(contract)):
                     drop_keys.setdefault(keys[d.pos], "near_duplicate")
+                from gate.data.checks.semantic_duplicate import scrub_semantic_drops  # paraphrases, when on
+
+                for k in scrub_semantic_drops(contract, texts, keys, digests):
+                    drop_keys.setdefault(k, "semantic_duplicate")
         outcome.dropped.update(drop_keys.values())
         writer = SplitWriter(out, list(splits))
         with writer, open(spool, "rb") as fh:

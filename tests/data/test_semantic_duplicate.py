@@ -130,3 +130,18 @@ def test_bad_option_is_a_contract_error(tmp_path):
 
     with pytest.raises(GateError, match="threshold"):
         _contract(tmp_path, threshold=1.5)
+
+
+@needs_model
+def test_scrub_drops_the_paraphrases_the_check_reports(tmp_path):
+    from gate.data.scrub import scrub_dataset
+
+    ds = _dataset(tmp_path)
+    contract = _contract(tmp_path)
+    out = scrub_dataset(str(ds), contract, str(tmp_path / "out"))
+    assert out.dropped["semantic_duplicate"] == 2 and out.dropped["exact_duplicate"] == 1
+    assert out.dropped["near_duplicate"] == 1 and out.rows_out == 15 - 4
+    kept = [json.loads(line)["messages"][1]["content"] for line in (tmp_path / "out" / "train.jsonl").open()]
+    assert PARAPHRASES[0] not in kept and PARAPHRASES[6] not in kept and DISTINCT[0] in kept and DISTINCT[6] in kept
+    off = scrub_dataset(str(ds), load_contract(CONTRACTS / "triage.yaml"), str(tmp_path / "out2"))
+    assert off.dropped["semantic_duplicate"] == 0 and off.rows_out == 15 - 2  # not enabled: not dropped

@@ -18,6 +18,7 @@ install it (`pip install 'gate[semantic]'`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,77 @@ from gate.data.neardup import KEEP_RULES, exact_pair_jaccard, neardup_config
 # (bench/results/semantic_dedup.md); recall there is ~0.3: only close rewordings are merged, by design
 DEFAULT_THRESHOLD = 0.92
 EXACT_MAX = 20000
+
+
+@dataclass(frozen=True)
+class SemanticDrop:
+    """A row to drop as a paraphrase inside its split: `partner` stays (or, under `chain`, is its best verified
+    neighbour), `score` is that pair's cosine, `kept` the cluster's first row, `size` the cluster's row count."""
+
+    pos: int
+    partner: int
+    kept: int
+    score: float
+    size: int
+
+
+def semantic_drops(emb: np.ndarray, split_of: list[int], digests: list[bytes], threshold: float, keep: str,
+                   exact_max: int = EXACT_MAX) -> tuple[list[SemanticDrop], int, int]:
+    """Rows to drop as paraphrases within their split, by the keep rule; shared by the check and `gate scrub` so
+    scrub drops exactly what the check reports. Only the first copy of each exact text takes part (exact copies
+    are `exact_duplicate`'s). Returns (drops, similar pairs, clusters)."""
+    from gate.dedup.cluster import connected_components
+    from gate.embed.encoder import similar_pairs
+
+    drops: list[SemanticDrop] = []
+    n_pairs = n_clusters = 0
+    for s in sorted(set(split_of)):
+        seen: set[bytes] = set()
+        pos: list[int] = []
+        for i, (si, d) in enumerate(zip(split_of, digests, strict=True)):
+            if si == s and d not in seen:
+                seen.add(d)
+                pos.append(i)
+        if len(pos) < 2:
+            continue
+        e = emb[np.asarray(pos)]
+        a, b, cos = similar_pairs(e, threshold, exact_max)
+        n_pairs += len(a)
+        if not len(a):
+            continue
+        label = connected_components(len(pos), a, b)
+        members: dict[int, list[int]] = {}
+        for local in np.unique(np.concatenate((a, b))).tolist():
+            members.setdefault(int(label[local]), []).append(local)
+        best: dict[int, tuple[float, int]] = {}  # chain: each row's best neighbour
+        for x, y, c in zip(a.tolist(), b.tolist(), cos.tolist(), strict=True):
+            for u, v in ((x, y), (y, x)):
+                if c > best.get(u, (-2.0, 0))[0]:
+                    best[u] = (c, v)
+        for group in members.values():
+            group.sort()
+            n_clusters += 1
+            kept = [group[0]]
+            for m in group[1:]:
+                if keep == "chain":
+                    score, partner = best[m]
+                else:
+                    sims = e[kept] @ e[m]
+                    k = int(np.argmax(sims))
+                    if sims[k] < threshold:
+                        kept.append(m)
+                        continue
+                    score, partner = float(sims[k]), kept[k]
+                drops.append(SemanticDrop(pos[m], pos[partner], pos[group[0]], float(score), len(group)))
+    drops.sort(key=lambda d: d.pos)
+    return drops, n_pairs, n_clusters
+
+
+def semantic_options(contract: Contract) -> tuple[bool, float, str, int]:
+    """(enabled, threshold, keep, exact_max) from `checks.semantic_duplicate` (validated by the contract schema)."""
+    opts = contract.options("semantic_duplicate")
+    return (bool(opts.get("enabled", False)), float(opts.get("threshold", DEFAULT_THRESHOLD)),
+            str(opts.get("keep", "star")), int(opts.get("exact_max", EXACT_MAX)))
 
 
 class SemanticDuplicateCheck(Check):
@@ -49,12 +121,9 @@ class SemanticDuplicateCheck(Check):
         super().__init__(contract)
         from gate.embed.model import ModelMissing, model_zip
 
-        opts = contract.options("semantic_duplicate")
-        self.threshold = float(opts.get("threshold", DEFAULT_THRESHOLD))
-        self.keep = str(opts.get("keep", "star"))
-        self.exact_max = int(opts.get("exact_max", EXACT_MAX))
+        enabled, self.threshold, self.keep, self.exact_max = semantic_options(contract)
         self.not_run: str | None = None
-        if not opts.get("enabled", False):
+        if not enabled:
             self.not_run = "not enabled (set checks.semantic_duplicate.enabled: true in the contract)"
         else:
             try:
@@ -100,52 +169,17 @@ class SemanticDuplicateCheck(Check):
     def finish(self) -> None:
         if self.not_run is not None or not self._rows:
             return
-        from gate.dedup.cluster import connected_components
-        from gate.embed.encoder import similar_pairs
-
         emb = np.concatenate(self._emb)
         self._emb.clear()
         near = None
         if self.peers is not None and "near_duplicate" in self.peers:
             near = neardup_config(self.contract)
-        for s in range(len(self._splits)):
-            seen: set[bytes] = set()
-            pos: list[int] = []  # rows of split s, first copy of each digest only (exact copies: exact_duplicate)
-            for i, r in enumerate(self._rows):
-                if r[0] == s and r[3] not in seen:
-                    seen.add(r[3])
-                    pos.append(i)
-            if len(pos) < 2:
-                continue
-            e = emb[np.asarray(pos)]
-            a, b, cos = similar_pairs(e, self.threshold, self.exact_max)
-            self.counts["pairs"] += len(a)
-            if not len(a):
-                continue
-            label = connected_components(len(pos), a, b)
-            members: dict[int, list[int]] = {}
-            for local in np.unique(np.concatenate((a, b))).tolist():
-                members.setdefault(int(label[local]), []).append(local)
-            best: dict[int, tuple[float, int]] = {}  # chain: each row's best neighbour
-            for x, y, c in zip(a.tolist(), b.tolist(), cos.tolist(), strict=True):
-                for u, v in ((x, y), (y, x)):
-                    if c > best.get(u, (-2.0, 0))[0]:
-                        best[u] = (c, v)
-            for group in members.values():
-                group.sort()
-                self.counts["clusters"] += 1
-                kept = [group[0]]
-                for m in group[1:]:
-                    if self.keep == "chain":
-                        score, partner = best[m]
-                    else:
-                        sims = e[kept] @ e[m]
-                        k = int(np.argmax(sims))
-                        if sims[k] < self.threshold:
-                            kept.append(m)
-                            continue
-                        score, partner = float(sims[k]), kept[k]
-                    self._drop(pos[m], pos[partner], pos[group[0]], score, len(group), near)
+        drops, pairs, clusters = semantic_drops(emb, [r[0] for r in self._rows], [r[3] for r in self._rows],
+                                                self.threshold, self.keep, self.exact_max)
+        self.counts["pairs"] += pairs
+        self.counts["clusters"] += clusters
+        for d in drops:
+            self._drop(d.pos, d.partner, d.kept, d.score, d.size, near)
 
     def _drop(self, i: int, p: int, k: int, score: float, size: int, near: Any) -> None:
         s, line, rid, _, text = self._rows[i]
@@ -176,3 +210,22 @@ class SemanticDuplicateCheck(Check):
             res.summary = (f"{self.counts['dropped_semantic_duplicate']} paraphrase row(s) at cosine >= "
                            f"{self.threshold:g} (all-MiniLM-L6-v2; keep {self.keep})")
         return res
+
+
+def scrub_semantic_drops(contract: Contract, texts: list[str], keys: list[tuple[int, int]],
+                         digests: list[bytes]) -> list[tuple[int, int]]:
+    """The (split, row) keys `gate scrub` drops as paraphrases: the check's own rule on the scrubbed text, when
+    `checks.semantic_duplicate.enabled` is on and the model is installed (otherwise none, as the check skips)."""
+    from gate.embed.model import available
+
+    enabled, threshold, keep, exact_max = semantic_options(contract)
+    if not enabled or not available() or not texts:
+        return []
+    from gate.embed.encoder import encode
+
+    first: dict[bytes, int] = {}
+    todo = [i for i, d in enumerate(digests) if first.setdefault(d, i) == i]
+    slot = {i: k for k, i in enumerate(todo)}
+    emb = encode([texts[i] for i in todo])[np.asarray([slot[first[d]] for d in digests], dtype=np.int64)]
+    drops, _, _ = semantic_drops(emb, [k[0] for k in keys], digests, threshold, keep, exact_max)
+    return [keys[d.pos] for d in drops]
