@@ -690,6 +690,39 @@ def schema(
     from gate.commands.schema import run_schema_command
 
     raise typer.Exit(run_schema_command(kind=kind.value, out=str(out) if out else None))
+
+contract_app = typer.Typer(help="Write and check data contracts without reading the source.", no_args_is_help=True)
+app.add_typer(contract_app, name="contract")
+
+
+@contract_app.command("init", epilog=_exits("written"))
+def contract_init(
+    dataset: Annotated[Path, typer.Argument(help="Dataset directory, single file, or HF save_to_disk directory.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Contract YAML to write (atomically) [default: "
+                                                                  "stdout].")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Contract name [default: the dataset's].")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Run the contract check with the result "
+                                                                      "on the dataset.")] = True,
+) -> None:
+    """Infer a first contract from a dataset: fields, types, allowed sets, roles, languages, lengths, tools and
+    the group key, each with a comment."""
+    from gate.commands.contract import run_contract_init
+
+    raise typer.Exit(run_contract_init(dataset=str(dataset), out=str(out) if out else None, name=name, force=force,
+                                       verify=verify))
+
+
+@contract_app.command("lint", epilog=_exits("the contract is valid"))
+def contract_lint(
+    contract: Annotated[Path, typer.Argument(help="Contract YAML.")],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the OK line.")] = False,
+) -> None:
+    """Validate a contract without data and list what each check will use (rules, options with defaults,
+    thresholds, skipped checks)."""
+    from gate.commands.contract import run_contract_lint
+
+    raise typer.Exit(run_contract_lint(path=str(contract), quiet=quiet))
 # ---- end: schema and contract authoring ----
 
 def main() -> None:
