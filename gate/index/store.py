@@ -53,14 +53,25 @@ def default_dir(dataset: str) -> Path:
     return Path(".gate-index") / "_".join(rel.parts)
 
 
-def entries_table(splits: list[str], row_digests: list[bytes], f: Features) -> Any:
+def _binary16(values: list[bytes] | np.ndarray) -> Any:
+    """16-byte digests as fixed_size_binary(16): an 'S16' array goes over as one buffer (its items, as Python
+    bytes, would lose trailing NUL bytes), a list of bytes as it is."""
+    import pyarrow as pa
+
+    if isinstance(values, np.ndarray):
+        arr = np.ascontiguousarray(values, dtype="S16")
+        return pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), len(arr), [None, pa.py_buffer(arr.tobytes())])
+    return pa.array(values, pa.binary(16))
+
+
+def entries_table(splits: list[str], row_digests: list[bytes] | np.ndarray, f: Features) -> Any:
     import pyarrow as pa
 
     n = len(row_digests)
     cols: dict[str, Any] = {
         "split": pa.array(splits, pa.string()),
-        "row_digest": pa.array(row_digests, pa.binary(16)),
-        "text_digest": pa.array(f.text_digests, pa.binary(16)),
+        "row_digest": _binary16(row_digests),
+        "text_digest": _binary16(f.text_digests),
         "id": pa.array(f.ids, pa.string()),
     }
     for name, values in f.uniques.items():
@@ -74,10 +85,10 @@ def entries_table(splits: list[str], row_digests: list[bytes], f: Features) -> A
     return pa.table(cols)
 
 
-def groups_table(splits: list[str], row_digests: list[bytes], groups: list[int]) -> Any:
+def groups_table(splits: list[str], row_digests: list[bytes] | np.ndarray, groups: list[int]) -> Any:
     import pyarrow as pa
 
-    return pa.table({"split": pa.array(splits, pa.string()), "row_digest": pa.array(row_digests, pa.binary(16)),
+    return pa.table({"split": pa.array(splits, pa.string()), "row_digest": _binary16(row_digests),
                      "group": pa.array(groups, pa.int64())})
 
 
@@ -95,14 +106,82 @@ def _write_parquet(table: Any, path: Path) -> None:
         raise
 
 
+ROW_GROUP_ROWS = 65536  # entries buffered per Parquet row group while a build streams them
+
+
+class EntriesWriter:
+    """Streams a build's entries into one Parquet file, row group by row group, so the build never holds the
+    entries (signatures included) of the whole dataset: 1M rows were ~1 GB of Arrow tables at once (issue 19).
+    The file is written next to the index (same file system) and moved in by `write_new`."""
+
+    def __init__(self, near: Path) -> None:
+        import tempfile
+
+        near.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{near.name}.entries-", suffix=".parquet", dir=near.parent)
+        os.close(fd)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(name, 0o666 & ~umask)  # mkstemp's 0600 would make this one index file private
+        self.path = Path(name)
+        self.rows = 0
+        self._buf: list[Any] = []
+        self._buffered = 0
+        self._writer: Any = None
+
+    def write(self, table: Any) -> None:
+        self._buf.append(table)
+        self._buffered += table.num_rows
+        self.rows += table.num_rows
+        if self._buffered >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._buf:
+            return
+        table = pa.concat_tables(self._buf)
+        self._buf, self._buffered = [], 0
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema, compression="zstd")
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+
+    def close(self, empty: Any) -> Path:
+        """Finishes the file (`empty`: the table to write when no entry came, for its schema)."""
+        self._flush()
+        if self._writer is None:
+            _write_parquet(empty, self.path)
+        else:
+            self._writer.close()
+            with open(self.path, "rb") as fh:
+                os.fsync(fh.fileno())
+        return self.path
+
+    def discard(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self.path.unlink(missing_ok=True)
+
+
 def write_new(tmpdir: Path, manifest: dict[str, Any], entries: Any, groups: Any) -> None:
-    """Fills an empty directory (the caller's `atomic_dir`) with a complete index."""
-    _write_parquet(entries, tmpdir / "part-000000.parquet")
+    """Fills an empty directory (the caller's `atomic_dir`) with a complete index; `entries` is a table, or the
+    path of a finished `EntriesWriter` file (moved in)."""
+    part = tmpdir / "part-000000.parquet"
+    if isinstance(entries, Path):
+        import pyarrow.parquet as pq
+
+        os.replace(entries, part)
+        rows = pq.ParquetFile(part).metadata.num_rows
+    else:
+        _write_parquet(entries, part)
+        rows = entries.num_rows
     gname = f"groups-{secrets.token_hex(4)}.parquet"
     _write_parquet(groups, tmpdir / gname)
     now = datetime.now(UTC).isoformat()
     manifest = {**manifest, "format": FORMAT, "parts": ["part-000000.parquet"], "groups": gname,
-                "rows": entries.num_rows, "built_at": now, "updated_at": now}
+                "rows": rows, "built_at": now, "updated_at": now}
     atomic_write_text(tmpdir / "manifest.json", json.dumps(manifest, indent=1) + "\n")
 
 
