@@ -145,3 +145,19 @@ def test_scrub_drops_the_paraphrases_the_check_reports(tmp_path):
     assert PARAPHRASES[0] not in kept and PARAPHRASES[6] not in kept and DISTINCT[0] in kept and DISTINCT[6] in kept
     off = scrub_dataset(str(ds), load_contract(CONTRACTS / "triage.yaml"), str(tmp_path / "out2"))
     assert off.dropped["semantic_duplicate"] == 0 and off.rows_out == 15 - 2  # not enabled: not dropped
+
+
+@needs_model
+def test_contamination_semantic_finds_a_reworded_test_item(tmp_path):
+    write_jsonl(tmp_path / "ds" / "train.jsonl", _rows(DISTINCT[1:] + [PARAPHRASES[0]]))
+    write_jsonl(tmp_path / "ds" / "test.jsonl", [triage_row(900, DISTINCT[0])])
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    raw["checks"], raw["evaluation_sets"] = {"contamination": {"semantic": True}}, []
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    on = load_contract(tmp_path / "c.yaml")
+    (res,) = run_checks(str(tmp_path / "ds"), on, checks=["contamination"], progress=False).results
+    assert [(f.split, f.row) for f in res.findings] == [("train", 11)]
+    assert "split:test#tri-000900 (reworded copy, cosine 0.9" in res.findings[0].message
+    off = load_contract(CONTRACTS / "triage.yaml")
+    (res,) = run_checks(str(tmp_path / "ds"), off, checks=["contamination"], progress=False).results
+    assert res.findings == []  # without the option, a rewording is not contamination

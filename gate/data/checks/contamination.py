@@ -38,7 +38,7 @@ from gate.errors import GateError
 # training rows: the `train_splits` present (a validation split is neither trained on nor a protected test set);
 # when none of them exists (a single file), every split that is not an evaluation split
 OPTIONS = {"ngram": 13, "min_shared": 1, "short_ngram": 8, "min_containment": 1.0, "min_words": 5,
-           "eval_splits": ["test"], "train_splits": ["train", "training"]}
+           "eval_splits": ["test"], "train_splits": ["train", "training"], "semantic": False}
 SEP = "\x1e"  # between messages: n-grams never span it
 
 
@@ -107,6 +107,8 @@ class ContaminationCheck(_ClusterCheck):
         "min_words": {"type": "integer", "minimum": 1},
         "eval_splits": {"type": "array", "items": {"type": "string"}},
         "train_splits": {"type": "array", "items": {"type": "string"}},
+        # reworded items: cosine of all-MiniLM-L6-v2 embeddings >= checks.semantic_duplicate.threshold (gate.embed)
+        "semantic": {"type": "boolean"},
     })
 
     def __init__(self, contract: Contract) -> None:
@@ -219,6 +221,12 @@ class ContaminationCheck(_ClusterCheck):
             for pair in index.query([self._texts[p].replace(SEP, "\n") for p in train_pos]).pairs:
                 e = evidence.setdefault((pair.query_index, indexed[pair.index_index]), {})
                 e["jaccard"] = max(e.get("jaccard", 0.0), pair.jaccard)
+        if self.opts.get("semantic"):
+            from gate.data.checks.semantic_duplicate import semantic_matches
+
+            for k, it, cos in semantic_matches(self.contract, [i.text.replace(SEP, "\n") for i in items],
+                                               [self._texts[p].replace(SEP, "\n") for p in train_pos]):
+                evidence.setdefault((k, it), {})["cosine"] = cos
         threshold = self._config.threshold
         min_shared, min_cont = int(self.opts["min_shared"]), float(self.opts["min_containment"])
         per_row: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
@@ -236,6 +244,9 @@ class ContaminationCheck(_ClusterCheck):
             if "jaccard" in e:
                 said.append(f"near copy, Jaccard {e['jaccard']:.2f}")
                 score = max(score, e["jaccard"])
+            if "cosine" in e:
+                said.append(f"reworded copy, cosine {e['cosine']:.3f}")
+                score = max(score, e["cosine"])
             if not said:
                 continue
             if it in split_item_pos and leakage_runs:

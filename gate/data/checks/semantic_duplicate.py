@@ -28,6 +28,7 @@ from gate.contract.meta import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.dedup_text import dedup_texts
 from gate.data.neardup import KEEP_RULES, exact_pair_jaccard, neardup_config
+from gate.errors import GateError
 
 # cosine of all-MiniLM-L6-v2 embeddings: the lowest threshold with precision >= 0.9 on MRPC's labelled pairs
 # (bench/results/semantic_dedup.md); recall there is ~0.3: only close rewordings are merged, by design
@@ -229,3 +230,28 @@ def scrub_semantic_drops(contract: Contract, texts: list[str], keys: list[tuple[
     emb = encode([texts[i] for i in todo])[np.asarray([slot[first[d]] for d in digests], dtype=np.int64)]
     drops, _, _ = semantic_drops(emb, [k[0] for k in keys], digests, threshold, keep, exact_max)
     return [keys[d.pos] for d in drops]
+
+
+def semantic_matches(contract: Contract, items: list[str], rows: list[str],
+                     block: int = 4096) -> list[tuple[int, int, float]]:
+    """(row index, item index, cosine) of every row within `checks.semantic_duplicate.threshold` of an evaluation
+    item: reworded copies for `contamination`'s `semantic` option. A missing model is a one-line GateError (the
+    contract asked for it)."""
+    from gate.embed.model import ModelMissing, model_zip
+
+    try:
+        model_zip()
+    except ModelMissing as exc:
+        raise GateError(f"checks.contamination.semantic: {exc}", file=contract.path) from None
+    from gate.embed.encoder import encode
+
+    threshold = semantic_options(contract)[1]
+    if not items or not rows:
+        return []
+    ie, re_ = encode(items), encode(rows)
+    out: list[tuple[int, int, float]] = []
+    for s in range(0, len(re_), block):
+        sims = re_[s:s + block] @ ie.T
+        a, b = np.nonzero(sims >= threshold)
+        out += [(int(x) + s, int(y), float(sims[x, y])) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+    return out
