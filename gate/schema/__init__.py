@@ -59,7 +59,7 @@ def build(kind: str) -> dict[str, Any]:
     """The published schema of `kind`: the loader's meta-schema plus annotations."""
     from gate.schema.docs import contract_docs
 
-    schema = _meta(kind)
+    schema = json.loads(json.dumps(_meta(kind)))  # no shared sub-dicts: each key gets its own annotations
     if kind == "contract":
         from gate.names import CHECK_NAMES
 
