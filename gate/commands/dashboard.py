@@ -1,25 +1,10 @@
-"""`gate report-html` and `gate dashboard`: the release dashboard's two command-line faces."""
+"""`gate dashboard`: the release dashboard served for a local look (`gate report-html` lives in
+gate/commands/report_html.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gate import install_hint
 from gate.errors import ExitCode, GateError
-
-
-def run_report_html(*, release_id: str, out: str, db: str | None) -> int:
-    """Writes the static release report (index.html + the bundled plotly.min.js) for one release."""
-    from gate.dashboard.static import write_release_report
-    from gate.report.console import make_console
-    from gate.store.db import db_path
-
-    path = db_path(db)
-    if not Path(path).exists():
-        raise GateError("no gate database yet (run `gate check` / `gate decide` first)", file=path)
-    page = write_release_report(path, release_id, out)
-    make_console().print(f"release report for {release_id} → {page}")
-    return int(ExitCode.PASS)
 
 
 def _loopback(host: str) -> bool:
