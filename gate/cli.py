@@ -374,6 +374,34 @@ def probe(
                            "BLOCK: a blocking gate failed"))
 def decide(
     scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard YAML whose gates decide.")],
+# ---- area: engine parity -- issue 17 ----
+@app.command(epilog=_exits("every comparison within tolerance", "a comparison outside tolerance"))
+def parity(
+    model: Annotated[Path, typer.Argument(help="Model directory (config.json, safetensors, tokenizer).")],
+    adapter: Annotated[Path | None, typer.Option("--adapter", help="PEFT LoRA adapter directory.")] = None,
+    engines: Annotated[str, typer.Option("--engines", help="Comma list: embedded, vllm, sglang; the first is the "
+                                                           "reference.")] = "embedded,vllm",
+    dtypes: Annotated[str, typer.Option("--dtypes", help="Comma list; the first is the reference "
+                                                         "(float32,bfloat16 compares precisions).")] = "float32",
+    merged: Annotated[bool, typer.Option("--merged", help="Also compare the adapter merged into the "
+                                                          "weights.")] = False,
+    prompts: Annotated[Path | None, typer.Option("--prompts", help="JSONL with `messages` (a scorecard suite) or "
+                                                                   "`prompt` per line.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Use the first N prompts.")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Greedy tokens per answer.")] = 48,
+    tolerances: Annotated[Path | None, typer.Option("--tolerances", help="YAML: default/engine/dtype/merge -> "
+                                                    "min_exact_match, max_logprob_diff.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON for machines.")] = False,
+) -> None:
+    """Same prompts, greedy, through each engine, dtype and merged adapter: do the answers match? exit 0 / 100 / 1."""
+    from gate.commands.parity import run_parity_command
+
+    raise typer.Exit(run_parity_command(model=str(model), adapter=str(adapter) if adapter else None, engines=engines,
+                                        dtypes=dtypes, merged=merged, prompts=str(prompts) if prompts else None,
+                                        limit=limit, max_tokens=max_tokens,
+                                        tolerances=str(tolerances) if tolerances else None, as_json=as_json))
+# ---- end: engine parity ----
+
     comparison: Annotated[str | None, typer.Option("--comparison", help="comparison_id of one `gate score` run "
                                                                         "[default: the newest complete one].")]
     = None,
