@@ -161,3 +161,21 @@ def test_contamination_semantic_finds_a_reworded_test_item(tmp_path):
     off = load_contract(CONTRACTS / "triage.yaml")
     (res,) = run_checks(str(tmp_path / "ds"), off, checks=["contamination"], progress=False).results
     assert res.findings == []  # without the option, a rewording is not contamination
+
+
+@needs_model
+def test_leakage_semantic_finds_a_reworded_cross_split_copy(tmp_path):
+    write_jsonl(tmp_path / "ds" / "train.jsonl", _rows(DISTINCT[1:5] + [PARAPHRASES[0], DISTINCT[6]]))
+    write_jsonl(tmp_path / "ds" / "test.jsonl", [triage_row(900, DISTINCT[0]), triage_row(901, DISTINCT[6])])
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    raw["checks"] = {"leakage": {"semantic": True}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    (res,) = run_checks(str(tmp_path / "ds"), load_contract(tmp_path / "c.yaml"), checks=["leakage"],
+                        progress=False).results
+    got = [(f.split, f.row, f.rule, f.partner_row, f.partner_id) for f in res.findings]
+    # the exact copy is reported once, as exact; the rewording as semantic, citing the test row
+    assert got == [("train", 5, "leakage.semantic", 1, "tri-000900"), ("train", 6, "leakage.exact", None, None)]
+    assert res.findings[0].score >= 0.92 and "reworded copy of test row 1 (id tri-000900)" in res.findings[0].message
+    (res,) = run_checks(str(tmp_path / "ds"), load_contract(CONTRACTS / "triage.yaml"), checks=["leakage"],
+                        progress=False).results
+    assert [f.rule for f in res.findings] == ["leakage.exact"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.contract import Contract
-from gate.contract.meta import NO_OPTIONS, check_options
+from gate.contract.meta import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.dedup_text import dedup_texts
 from gate.data.neardup import (
@@ -159,7 +159,9 @@ class NearDuplicateCheck(_ClusterCheck):
 class LeakageCheck(_ClusterCheck):
     name = "leakage"
     version = "1"
-    options_schema = NO_OPTIONS  # clusters under `checks.near_duplicate`'s options
+    # clusters under `checks.near_duplicate`'s options; `semantic`: also reworded copies (gate.embed cosine >=
+    # checks.semantic_duplicate.threshold), reported as leakage.semantic
+    options_schema = check_options({"semantic": {"type": "boolean"}})
 
     def finish(self) -> None:
         super().finish()
@@ -187,6 +189,19 @@ class LeakageCheck(_ClusterCheck):
                         f"{'exact' if exact else 'near'} copy of {cl.splits[top]} row {cl.keys[anchor][1]}"
                         + (f" (id {cl.ids[anchor]})" if cl.ids[anchor] else "") + f", Jaccard {jac:.2f}",
                         None, cl.ids[pos]))
+        if self.contract.options("leakage").get("semantic"):
+            from gate.data.checks.semantic_duplicate import semantic_leaks
+
+            flagged = {(f.split, f.row) for f in self.findings}
+            for pos, anchor, cos in semantic_leaks(self.contract, self._texts, cl.keys, cl.splits, PROTECTED):
+                (s, line), (a, a_line) = cl.keys[pos], cl.keys[anchor]
+                if (cl.splits[s], line) not in flagged:
+                    self.counts["leaked_rows"] += 1
+                    self.findings.append(Finding(
+                        "leakage", cl.splits[s], line, "messages", "leakage.semantic", "error",
+                        f"reworded copy of {cl.splits[a]} row {a_line}" + (f" (id {cl.ids[anchor]})" if cl.ids[anchor]
+                                                                           else "") + f", cosine {cos:.3f}",
+                        None, cl.ids[pos], partner_row=a_line, partner_id=cl.ids[anchor], score=round(cos, 6)))
 
     def details(self) -> dict[str, Any]:
         d = self._plan_details()

@@ -255,3 +255,35 @@ def semantic_matches(contract: Contract, items: list[str], rows: list[str],
         a, b = np.nonzero(sims >= threshold)
         out += [(int(x) + s, int(y), float(sims[x, y])) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
     return out
+
+
+def semantic_leaks(contract: Contract, texts: list[str], keys: list[tuple[int, int]], splits: list[str],
+                   protected: dict[str, int], block: int = 4096) -> list[tuple[int, int, float]]:
+    """(position, anchor position, cosine): each row of a less protected split whose best match in a more
+    protected split reaches `checks.semantic_duplicate.threshold` (reworded cross-split copies, for `leakage`'s
+    `semantic` option). A missing model is a one-line GateError (the contract asked for it)."""
+    from gate.embed.model import ModelMissing, model_zip
+
+    try:
+        model_zip()
+    except ModelMissing as exc:
+        raise GateError(f"checks.leakage.semantic: {exc}", file=contract.path) from None
+    level = [protected.get(splits[s], 1) for s, _ in keys]
+    if len(set(level)) < 2:
+        return []
+    from gate.embed.encoder import encode
+
+    threshold = semantic_options(contract)[1]
+    emb = encode(texts)
+    lv = np.asarray(level)
+    out: list[tuple[int, int, float]] = []
+    for low in sorted(set(level))[:-1]:
+        rows, anchors = np.nonzero(lv == low)[0], np.nonzero(lv > low)[0]
+        for s in range(0, len(rows), block):
+            part = rows[s:s + block]
+            sims = emb[part] @ emb[anchors].T
+            best = np.argmax(sims, axis=1)
+            score = sims[np.arange(len(part)), best]
+            for i in np.nonzero(score >= threshold)[0].tolist():
+                out.append((int(part[i]), int(anchors[best[i]]), float(score[i])))
+    return sorted(out)
