@@ -13,6 +13,8 @@ are shingled in chunks and shingles discarded after hashing; candidate documents
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -121,6 +123,8 @@ class NearDupCounters:
     clusters: int
     rows_in_clusters: int
     duplicates: int  # rows to drop = rows_in_clusters - clusters
+    # of false_candidates_rejected: rejected by the b-bit signature prefilter (`signature_floor`), not re-shingled
+    rejected_by_signature: int = 0
 
 
 @dataclass(frozen=True)
@@ -380,6 +384,9 @@ class Sketch:
     bands: np.ndarray  # docs x bands, uint64
     digest: np.ndarray  # docs x 2, uint64
     counts: np.ndarray  # shingles per document (0: empty, never a candidate)
+    # docs x num_perm uint8: the low byte of every MinHash value (b-bit MinHash), so a candidate pair far below the
+    # threshold is rejected before exact verification (see `signature_floor`); None: every candidate is verified
+    low: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.counts.size)
@@ -388,8 +395,9 @@ class Sketch:
     def concat(parts: Sequence[Sketch], bands: int) -> Sketch:
         if not parts:
             return Sketch(np.zeros((0, bands), np.uint64), np.zeros((0, 2), np.uint64), np.zeros(0, np.int64))
+        low = np.concatenate([p.low for p in parts]) if all(p.low is not None for p in parts) else None
         return Sketch(np.concatenate([p.bands for p in parts]), np.concatenate([p.digest for p in parts]),
-                      np.concatenate([p.counts for p in parts]))
+                      np.concatenate([p.counts for p in parts]), low)
 
 
 def sketch_signatures(sig: np.ndarray, counts: np.ndarray, plan: LshPlan) -> Sketch:
@@ -397,9 +405,49 @@ def sketch_signatures(sig: np.ndarray, counts: np.ndarray, plan: LshPlan) -> Ske
     reversed), so identical-signature grouping can only merge different signatures with probability ~2^-128."""
     n = sig.shape[1]
     if sig.shape[0] == 0:
-        return Sketch(np.zeros((0, plan.bands), np.uint64), np.zeros((0, 2), np.uint64), np.asarray(counts))
+        return Sketch(np.zeros((0, plan.bands), np.uint64), np.zeros((0, 2), np.uint64), np.asarray(counts),
+                      np.zeros((0, n), np.uint8))
     digest = np.column_stack((band_keys(sig, 1, n)[:, 0], band_keys(sig[:, ::-1], 1, n)[:, 0]))
-    return Sketch(band_keys(sig, plan.bands, plan.rows), digest, np.asarray(counts))
+    return Sketch(band_keys(sig, plan.bands, plan.rows), digest, np.asarray(counts), (sig & 0xFF).astype(np.uint8))
+
+
+#: chance, for a pair at exactly the threshold, that the b-bit prefilter rejects it (LSH itself misses ~1e-2 there)
+PREFILTER_MISS = 1e-6
+
+
+@functools.cache
+def signature_floor(threshold: float, num_perm: int, miss: float = PREFILTER_MISS) -> int:
+    """Fewest equal low bytes (of ``num_perm``) a pair must share to be verified exactly.
+
+    Two documents with Jaccard J have equal MinHash values with probability J, and unequal values share their low
+    byte with probability ~1/256, so each byte matches with p = J + (1 - J) / 256 independently per permutation. The
+    floor is the largest m with P(Binomial(num_perm, p_threshold) < m) <= ``miss``: a pair at or above the threshold
+    is rejected with probability <= ``miss``, while on templated data (rows of one template at J ~0.3-0.5 sharing
+    LSH buckets) almost every false candidate falls below it and costs one byte comparison instead of re-shingling
+    and an exact overlap. Non-uniform low bytes only add matches, so the bound stays conservative.
+    """
+    p = threshold + (1.0 - threshold) / 256.0
+    if p >= 1.0:
+        return num_perm
+    log_p, log_q = math.log(p), math.log1p(-p)
+    cdf, floor = 0.0, 0
+    for m in range(num_perm + 1):
+        cdf += math.exp(math.lgamma(num_perm + 1) - math.lgamma(m + 1) - math.lgamma(num_perm - m + 1)
+                        + m * log_p + (num_perm - m) * log_q)
+        if cdf > miss:
+            break
+        floor = m + 1
+    return floor
+
+
+def _prefilter(low: np.ndarray, left: np.ndarray, right: np.ndarray, floor: int) -> np.ndarray:
+    """Mask of the pairs whose low-byte signatures share >= ``floor`` values (chunked: bounded memory)."""
+    keep = np.ones(left.size, dtype=bool)
+    step = 1 << 16
+    for s in range(0, left.size, step):
+        eq = low[left[s:s + step]] == low[right[s:s + step]]
+        keep[s:s + step] = eq.sum(axis=1, dtype=np.int64) >= floor
+    return keep
 
 
 def _full_signature_groups(digest: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -454,6 +502,8 @@ class NearDupIndex:
                 raise ValueError("precomputed signatures do not match the texts and num_perm")
             sk = sketch_signatures(signatures[0], signatures[1], self.plan)
         self.shingle_counts = sk.counts
+        m = self.config.minhash.num_perm
+        self._low = sk.low if sk.low is not None and sk.low.shape == (len(texts), m) else None
         docs = np.flatnonzero(self.shingle_counts > 0)
         self._rep, self._reps = _full_signature_groups(sk.digest, docs)
         self._rep_of = np.full(len(texts), -1, dtype=np.int64)
@@ -476,6 +526,11 @@ class NearDupIndex:
         left, right = self._reps[pairs[:, 0]], self._reps[pairs[:, 1]]
         # members of identical-signature groups are candidates with their representative (tried first: they pass)
         members = np.flatnonzero((self._rep_of >= 0) & (self._rep_of != np.arange(n)))
+        prefiltered = 0
+        if self._low is not None and left.size:
+            keep = _prefilter(self._low, left, right, signature_floor(threshold, cfg.minhash.num_perm))
+            prefiltered = int(left.size - keep.sum())
+            left, right = left[keep], right[keep]
         left = np.concatenate((self._rep_of[members], left))
         right = np.concatenate((members, right))
         subset = _Subset(cfg.shingles, (self.texts, np.concatenate((left, right))))
@@ -535,10 +590,11 @@ class NearDupIndex:
             docs=n,
             empty_docs=self.empty_docs,
             identical_signature_docs=int(members.size),
-            candidate_pairs=tested + skipped,
+            candidate_pairs=tested + skipped + prefiltered,
             skipped_already_connected=skipped,
             verified_pairs=len(vpairs),
-            false_candidates_rejected=rejected,
+            false_candidates_rejected=rejected + prefiltered,
+            rejected_by_signature=prefiltered,
             oversized_buckets=oversized,
             clusters=len(clusters),
             rows_in_clusters=int(nodes.size),

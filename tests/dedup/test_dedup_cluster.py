@@ -231,3 +231,58 @@ def test_sketch_gives_the_same_result_as_signatures_and_keeps_near_identical_sig
     assert rep.tolist() == [0, 1] and reps.tolist() == [0, 1]
     same = sketch_signatures(np.stack([sig[0], sig[0]]), np.array([3, 3]), cfg.plan())
     assert _full_signature_groups(same.digest, np.array([0, 1]))[0].tolist() == [0, 0]
+
+
+def templated_corpus(n: int = 700, templates: int = 6, seed: int = 3) -> list[str]:
+    """Tool-call rows from a few long templates with slot fills (rows of one template at Jaccard ~0.3-0.6: they
+    share LSH buckets without being near copies) plus near copies with one word edited (Jaccard >= 0.7)."""
+    rng = random.Random(seed)
+    words = [f"t{i}" for i in range(60)]
+    tpls = [" ".join(rng.choice(words) for _ in range(40)).split(" ") for _ in range(templates)]
+    out: list[str] = []
+    for i in range(n):
+        if i > 5 and rng.random() < 0.1:
+            toks = out[rng.randrange(i)].split(" ")
+            toks[rng.randrange(len(toks))] = "edited"
+            out.append(" ".join(toks))
+            continue
+        toks = list(tpls[rng.randrange(templates)])
+        for _ in range(4):  # four slots at random places, filled from small value sets
+            fill = rng.choice(["Paris", "Oslo", "Lima", "Bob", "Ann"]) + str(rng.randrange(9))
+            toks.insert(rng.randrange(len(toks)), fill)
+        out.append(" ".join(toks) + f' <tool_call>{{"name": "f{rng.randrange(3)}", "arguments": {{"x": {i}}}}}')
+    return out
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.8])
+def test_signature_prefilter_on_templated_rows_equals_brute_force(threshold: float) -> None:
+    """Issue 19 s2: on templated rows most LSH candidates are rows of one template far below the threshold; the
+    b-bit prefilter rejects them without exact verification, and the clusters still equal brute force (every pair
+    verified exactly) and the same run without the prefilter."""
+    from gate.dedup.cluster import Sketch, compute_signatures, signature_floor, sketch_signatures
+
+    texts = templated_corpus()
+    config = NearDupConfig(minhash=MinHashConfig(threshold=threshold))
+    sig, counts = compute_signatures(texts, config)
+    sketch = sketch_signatures(sig, counts, config.plan())
+    res = find_near_duplicates(texts, config=config, signatures=sketch)
+    c = res.counters
+    assert c.rejected_by_signature > c.candidate_pairs // 3  # the templated candidates were cut before verification
+    assert c.false_candidates_rejected >= c.rejected_by_signature
+    unfiltered = find_near_duplicates(texts, config=config,
+                                      signatures=Sketch(sketch.bands, sketch.digest, sketch.counts))
+    assert unfiltered.counters.rejected_by_signature == 0
+    got = {c.members for c in res.clusters}
+    assert got == {c.members for c in unfiltered.clusters}
+    brute = exact_pairs(texts, threshold)
+    assert brute  # the planted copies
+    left, right = (np.array(x, dtype=np.int64) for x in zip(*brute, strict=True))
+    labels = connected_components(len(texts), left, right)
+    comps: dict[int, list[int]] = defaultdict(list)
+    for i in sorted(set(left.tolist()) | set(right.tolist())):
+        comps[int(labels[i])].append(i)
+    assert got == {tuple(m) for m in comps.values()}
+    assert all(p.jaccard >= threshold for p in res.pairs)
+    # the floor: a pair at exactly the threshold keeps >= floor equal bytes with probability >= 1 - 1e-6
+    assert 0 < signature_floor(threshold, 128) < 128 * threshold
+    assert signature_floor(threshold, 128) <= signature_floor(threshold + 0.05, 128)
