@@ -196,6 +196,17 @@ def test_request_bodies_and_uploads_have_size_limits(service):
     assert bad.status_code == 400
 
 
+def test_every_reader_suffix_can_be_uploaded(service):
+    """One suffix list (gate.io): an `.ndjson` or single `.json` upload is a dataset the reader checks, not a 400."""
+    from gate.io.dataset import SPLIT_FORMATS
+
+    c, ci = service["client"], service["tokens"]["ci"]
+    for suffix in SPLIT_FORMATS:
+        res = c.post("/checks/upload", headers=_auth(ci), files={"file": (f"train{suffix}", b'{"id": 1}\n')},
+                     data={"contract": "triage.yaml"})
+        assert res.status_code == 202, (suffix, res.text)
+
+
 def test_unknown_fields_are_refused(service):
     c = service["client"]
     res = c.post("/checks", headers=_auth(service["tokens"]["ci"]),

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gate import __version__
 from gate.errors import GateError
+from gate.io.dataset import SPLIT_FORMATS
 from gate.service.auth import Perm, Principal, Role, create_token, verify_token
 from gate.service.config import ServiceConfig
 from gate.service.jobs import REPORT_FILES, JobRunner, get_job, list_jobs, new_job_id, submit
@@ -32,7 +33,8 @@ from gate.store import service as store
 log = logging.getLogger("gate.service")
 UPLOAD_PATH = "/checks/upload"
 DASHBOARD_PREFIX = "/dashboard"
-UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
+# an upload is a one-file dataset: every suffix the reader reads as a split (the one list, owned by gate.io)
+UPLOAD_SUFFIXES = tuple(SPLIT_FORMATS)
 Limit = Annotated[int, Query(ge=1, le=1000, description="Newest first, at most this many.")]
 _bearer = HTTPBearer(auto_error=False, description="A token from `gate token create`.")
 
