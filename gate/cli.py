@@ -15,6 +15,7 @@ import typer
 
 from gate import __version__
 from gate.errors import ExitCode, GateError
+from gate.names import CHECK_NAMES
 
 app = typer.Typer(
     name="gate",
@@ -34,6 +35,10 @@ def _exits(ok: str, failed: str | None = None, error: str = "could not run (bad 
     exit codes are an API), so a help text can never again promise 1 where the command returns 100."""
     codes = [f"0 {ok}", *([f"100 {failed}"] if failed else []), f"1 {error}", "2 usage error"]
     return "Exit codes: " + ", ".join(codes) + "."
+
+
+#: `--db PATH` on every command that reads or writes the record (one declaration: the same metavar and help)
+_DB = typer.Option("--db", metavar="PATH", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")
 
 
 class FailOn(StrEnum):
@@ -69,10 +74,13 @@ def check(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory (train/val/test files), single file, or "
                                                  "Hugging Face save_to_disk directory.")],
     contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML.")],
-    report_dir: Annotated[Path, typer.Option("--report-dir", "-o", help="Where report.md, report.json and "
-                                                                        "junit.xml go.")] = Path("gate-report"),
-    checks: Annotated[str | None, typer.Option("--checks", help="Comma-separated subset of checks to run.")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file for the record [env GATE_DB; default "
+    report_dir: Annotated[Path, typer.Option("--out", "-o", "--report-dir", help="Where report.md, report.json "
+                                             "and junit.xml go (--report-dir: the former name, still accepted)."
+                                             )] = Path("gate-report"),
+    checks: Annotated[str | None, typer.Option("--checks", help="Comma-separated subset of checks to run: "
+                                                               + ", ".join(CHECK_NAMES) + ".")] = None,
+    db: Annotated[str | None, typer.Option("--db", metavar="PATH",
+                                            help="DuckDB file for the record [env GATE_DB; default "
                                                         "./gate.duckdb].")] = None,
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run.")] = False,
     workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, help="Worker processes "
@@ -205,7 +213,8 @@ def score(
     engine: Annotated[EngineKind, typer.Option("--engine", help="How the models are served.")] = EngineKind.embedded,
     adapter: Annotated[str | None, typer.Option("--adapter", help="LoRA adapter of the candidate.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Server for --engine url.")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file for the record and the response cache "
+    db: Annotated[str | None, typer.Option("--db", metavar="PATH",
+                                            help="DuckDB file for the record and the response cache "
                                                         "[env GATE_DB; default ./gate.duckdb].")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Where scores.json and scores.md go (atomically).")]
     = Path("gate-report/score"),
@@ -230,6 +239,8 @@ def score(
                                                                          "(--engine url / vllm / sglang).")] = 8,
     strict: Annotated[bool, typer.Option("--strict", help="Scorecard warnings (e.g. a gold alternative outside "
                                                           "the tool's schema) are errors: exit 1.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict and report lines (no table, no "
+                                                              "progress).")] = False,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard, then decide on its gates (rerun resumes from the cache)."""
     from gate.commands.score import run_score_command
@@ -240,14 +251,15 @@ def score(
                                        reasoning_parser=reasoning_parser, baseline_adapter=baseline_adapter,
                                        chat_template=chat_template, model_hash=model_hash,
                                        baseline_model_hash=baseline_model_hash, concurrency=concurrency,
-                                       strict=strict))
+                                       strict=strict, quiet=quiet))
 
 
 @app.command(epilog=_exits("the loop ran as designed (release A promoted, B blocked)", None,
                            "a step did not behave as designed or a planted value leaked"))
 def demo(
-    out: Annotated[Path, typer.Option("--out", help="Where the demo's reports go.")] = Path("gate-report/demo"),
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file (env GATE_DB; default: a fresh record of this "
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where the demo's reports go.")] = Path("gate-report/demo"),
+    db: Annotated[str | None, typer.Option("--db", metavar="PATH",
+                                            help="DuckDB file (env GATE_DB; default: a fresh record of this "
                                                         "run's own, OUT/gate.duckdb).")] = None,
     data_only: Annotated[bool, typer.Option("--data-only", help="Only the data door (no training or scoring).")]
     = False,
@@ -278,7 +290,7 @@ def train(
                                                                               "the trainer installed; the plan is "
                                                                               "checked by the trainer's own "
                                                                               "parsers.")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="With --validate-with: exit 1 when any check was skipped "
@@ -369,11 +381,6 @@ def probe(
                                        steps=steps, work_dir=str(work_dir) if work_dir else None))
 # ---- end: probe ----
 
-# ---- area: release decision (decide, promote, rollback, watch, release) -- issue 7 ----
-@app.command(epilog=_exits("PROMOTE (or an A/A floor or baseline-only check recorded)",
-                           "BLOCK: a blocking gate failed"))
-def decide(
-    scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard YAML whose gates decide.")],
 # ---- area: engine parity -- issue 17 ----
 @app.command(epilog=_exits("every comparison within tolerance", "a comparison outside tolerance"))
 def parity(
@@ -402,6 +409,11 @@ def parity(
                                         tolerances=str(tolerances) if tolerances else None, as_json=as_json))
 # ---- end: engine parity ----
 
+# ---- area: release decision (decide, promote, rollback, watch, release) -- issue 7 ----
+@app.command(epilog=_exits("PROMOTE (or an A/A floor or baseline-only check recorded)",
+                           "BLOCK: a blocking gate failed"))
+def decide(
+    scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard YAML whose gates decide.")],
     comparison: Annotated[str | None, typer.Option("--comparison", help="comparison_id of one `gate score` run "
                                                                         "[default: the newest complete one].")]
     = None,
@@ -414,7 +426,7 @@ def parity(
                                                                               "needed at all?).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Where decision.md and decision.json go.")]
     = Path("gate-report/decision"),
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Bootstrap seed.")] = None,
     resamples: Annotated[int | None, typer.Option("--resamples", min=10_000, help="Bootstrap resamples.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
@@ -452,7 +464,8 @@ def release_create(
     training_run: Annotated[str | None, typer.Option("--training-run", help="Training run id.")] = None,
     by: Annotated[str | None, typer.Option("--by", help="Who records it [default: $USER].")] = None,
     notes: Annotated[str | None, typer.Option("--notes", help="Free text.")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the release id.")] = False,
 ) -> None:
     """Record a release pinning model, adapter, tokenizer, template, engine, scorecard, scores and data."""
     from gate.commands.release import run_release_create
@@ -461,12 +474,12 @@ def release_create(
                                         base_revision=base_revision, tokenizer=str(tokenizer) if tokenizer else None,
                                         scorecard=str(scorecard) if scorecard else None,
                                         data_checks=data_check or [], fingerprints=dataset_fingerprint or [],
-                                        training_run=training_run, by=by, notes=notes, db=db))
+                                        training_run=training_run, by=by, notes=notes, db=db, quiet=quiet))
 
 
 @release_app.command("list", epilog=_exits("listed"))
 def release_list(
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
 ) -> None:
     """List releases, their decisions, and which one is current."""
     from gate.commands.release import run_release_list
@@ -477,7 +490,7 @@ def release_list(
 @release_app.command("show", epilog=_exits("shown"))
 def release_show(
     release_id: Annotated[str, typer.Argument(help="Release id.")],
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
 ) -> None:
     """Print one release record as JSON."""
     from gate.commands.release import run_release_show
@@ -490,12 +503,13 @@ def release_show(
 def promote(
     release_id: Annotated[str, typer.Argument(help="Release id (`gate release create`).")],
     by: Annotated[str | None, typer.Option("--by", help="Who promotes [default: $USER].")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
 ) -> None:
     """Point "current" at a release: exit 100 and no change unless its decision is PROMOTE and its data passed."""
     from gate.commands.release import run_promote
 
-    raise typer.Exit(run_promote(release_id=release_id, by=by, db=db))
+    raise typer.Exit(run_promote(release_id=release_id, by=by, db=db, quiet=quiet))
 
 
 @app.command(epilog=_exits("rolled back"))
@@ -504,7 +518,7 @@ def rollback(
                                                           "promoted one].")] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why (recorded).")] = "",
     by: Annotated[str | None, typer.Option("--by", help="Who rolls back [default: $USER].")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
 ) -> None:
     """Point "current" back to the previous promoted release, recording who and why."""
     from gate.commands.release import run_rollback
@@ -520,7 +534,7 @@ def watch(
     scorecard: Annotated[Path, typer.Option("--scorecard", "-s", help="Scorecard with rollback_triggers.")],
     release_id: Annotated[str | None, typer.Option("--release", help="Release the metrics are about "
                                                                      "[default: current].")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the evaluation.")] = False,
     do_rollback: Annotated[bool, typer.Option("--rollback", help="When a trigger fires, also move \"current\" "
                                                                  "back to the previously promoted release; only "
@@ -559,7 +573,7 @@ def serve(
                                                                  "max_body_bytes, max_upload_bytes, ...).")] = None,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8080,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
     state_dir: Annotated[Path | None, typer.Option("--state-dir", help="Where job reports and uploads go "
                                                                        "[default ./gate-service].")] = None,
     max_body_mb: Annotated[float | None, typer.Option("--max-body-mb", help="Largest JSON request body.")] = None,
@@ -588,7 +602,7 @@ class TokenRole(StrEnum):
     admin = "admin"
 
 
-_TOKEN_DB = typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")
+_TOKEN_DB = typer.Option("--db", metavar="PATH", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")
 _TOKEN_URL = typer.Option("--url", envvar="GATE_URL", show_envvar=False,
                           help="A running `gate serve` (it holds the database): manage its tokens over HTTP with an "
                                "admin token in GATE_TOKEN [env GATE_URL].")
@@ -644,7 +658,7 @@ def report_html(
     scorecard: Annotated[Path | None, typer.Option("--scorecard", "-s", help="The scorecard file the release was "
                                                                         "decided with: adds each item's prompt "
                                                                         "(redacted) to items.html.")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
 ) -> None:
     """Write a static HTML release report, or with --check-run a dataset check's page (plotly charts, bundled
     plotly.js, no CDN)."""
@@ -663,7 +677,7 @@ def report_html(
 
 @app.command(epilog=_exits("stopped cleanly"))
 def dashboard(
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8050,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="Serve without tokens; only with a loopback --host "
@@ -690,7 +704,7 @@ def index_build(
                                                                ".gate-index/<dataset path>.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, help="Worker processes "
                                                                                "[default: all cores].")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")] = None,
+    db: Annotated[str | None, _DB] = None,
     no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the build.")] = False,
 ) -> None:
     """Build a dataset's index from scratch (signatures, band keys, exact hashes, near-duplicate groups)."""

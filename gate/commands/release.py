@@ -11,7 +11,9 @@ from gate.report.console import make_console
 
 def run_release_create(*, decision: str, release_id: str | None, base_model: str | None, base_revision: str | None,
                        tokenizer: str | None, scorecard: str | None, data_checks: list[str], fingerprints: list[str],
-                       training_run: str | None, by: str | None, notes: str | None, db: str | None) -> int:
+                       training_run: str | None, by: str | None, notes: str | None, db: str | None,
+                       quiet: bool = False) -> int:
+    """Records the release; `quiet` prints its id alone, for `REL=$(gate release create -q ...)` in scripts."""
     from gate.errors import GateError
     from gate.release.record import build_release
     from gate.store.releases import list_releases, record_release
@@ -23,6 +25,9 @@ def run_release_create(*, decision: str, release_id: str | None, base_model: str
     if any(r["release_id"] == row["release_id"] for r in list_releases(db)):
         raise GateError(f"release '{row['release_id']}' already exists", field="--id")
     record_release(row, db)
+    if quiet:
+        print(row["release_id"])
+        return int(ExitCode.PASS)
     console = make_console()
     checks = ", ".join(f"{c['run_id'][:12]}={c['verdict']}" for c in row["data_checks"]) or "none"
     console.print(f"release {row['release_id']} recorded · decision {decision} ({row['verdict']}) · data checks: "
@@ -57,7 +62,8 @@ def run_release_show(*, release_id: str, db: str | None) -> int:
     return int(ExitCode.PASS)
 
 
-def run_promote(*, release_id: str, by: str | None, db: str | None) -> int:
+def run_promote(*, release_id: str, by: str | None, db: str | None, quiet: bool = False) -> int:
+    """Promotes; `quiet` keeps the verdict line and leaves out the refusal reasons."""
     from gate.release.promote import promote
     from gate.release.record import who
 
@@ -65,7 +71,7 @@ def run_promote(*, release_id: str, by: str | None, db: str | None) -> int:
     status, reasons = promote(release_id, by=who(by), db=db)
     if status == "refused":
         console.print(f"REFUSED: {release_id} is not promoted; current is unchanged", markup=False)
-        for r in reasons:
+        for r in [] if quiet else reasons:
             console.print(f"  - {r}", markup=False, soft_wrap=True)
         return int(ExitCode.GATE_FAILED)
     if status == "already-current":
