@@ -111,6 +111,14 @@ def test_release_stores_resolved_paths_and_hashes_not_relative_ones(record: dict
     assert r.returncode == 0, r.stdout + r.stderr
     rel = json.loads(_gate(record, "release", "show", "rel-hub").stdout)
     assert rel["base_model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and rel["base_revision"] == "h-baseline"
+    # the score run's own relative model path (as `gate score models/baseline` stored it), from where it was typed
+    here = record["tmp"] / "scored-here"
+    (here / "models" / "baseline").mkdir(parents=True)
+    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-scored",
+                 "--db", str(record["db"]), cwd=here)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rel = json.loads(_gate(record, "release", "show", "rel-scored").stdout)
+    assert rel["base_model"] == str((here / "models" / "baseline").resolve()) and rel["base_revision"] == "h-baseline"
 
 
 def test_promote_refuses_blocked_or_dirty_releases_without_touching_the_record(record: dict[str, Any]) -> None:
