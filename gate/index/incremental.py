@@ -40,12 +40,11 @@ from gate.errors import GateError
 from gate.index import store
 from gate.index.features import features, parse_rows, unique_fields
 from gate.index.lines import (
-    LineTable,
+    StreamedLines,
     appended_mask,
     base_blob,
     changed_lines,
     changed_mask,
-    current_lines,
     lines_at,
     repo_root,
     resolve_ref,
@@ -63,7 +62,7 @@ _TASK_CHECKS: list[Check] = []
 class _Split:
     name: str
     file: str
-    table: LineTable
+    table: StreamedLines
     digests: np.ndarray  # S16, one per line (compare as arrays only: S16 drops trailing NULs when indexed)
     changed: np.ndarray  # bool per line
     query: np.ndarray  # changed, or not in the index yet
@@ -103,6 +102,17 @@ def _isin(big: np.ndarray, keys: np.ndarray) -> np.ndarray:
     pos = np.searchsorted(keys, big)
     np.minimum(pos, keys.size - 1, out=pos)
     return keys[pos] == big
+
+
+def _split_column(column: Any) -> np.ndarray:
+    """The split name of every entry as an object array of a handful of shared `str` objects (dictionary
+    decoded): converting the column row by row made a million `str` objects, which stay in the heap."""
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(column.combine_chunks() if hasattr(column, "combine_chunks") else column)
+    names = np.empty(len(enc.dictionary), dtype=object)
+    names[:] = enc.dictionary.to_pylist()
+    return names[enc.indices.to_numpy().astype(np.int64)]  # a split name is never null
 
 
 def _map_task(task: tuple[str, str, list[tuple[int, dict[str, Any]]]]) -> list[Any]:
@@ -197,7 +207,8 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     diff_paths: dict[str, str] = {}
     for src in sources:
         blob = base_blob(repo, commit, src)
-        table = current_lines(src, (blob.algo, blob.size) if blob is not None else None)
+        # streamed: the split's lines as digests and spans, rows read back only when parsed (issue 19)
+        table = StreamedLines(src, (blob.algo, blob.size) if blob is not None else None)
         mask = appended_mask(table, blob) if blob is not None else None
         if mask is not None:
             diff_paths[src.split] = "append"
@@ -206,14 +217,14 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
             diff_paths[src.split] = "git-diff" if by_git is not None else "digests"
             mask = (_isin(table.lines, by_git) if by_git is not None
                     else changed_mask(table, lines_at(repo, commit, src)))
-        splits.append(_Split(src.split, src.display, table, _s16(table.digests), mask, np.zeros(0, bool)))
+        splits.append(_Split(src.split, src.display, table, table.digest_array, mask, np.zeros(0, bool)))
     lap("diff")
 
     ufields = unique_fields(contract)
     bands = int(manifest["bands"])
     cols = ["split", "row_digest", "text_digest", *[f"u:{f}" for f in ufields], *[f"b{b}" for b in range(bands)]]
     ent = store.load_entries(idx_dir, manifest, cols)
-    ent_split = np.asarray(ent.column("split").to_numpy(zero_copy_only=False), dtype=object)
+    ent_split = _split_column(ent.column("split"))
     ent_row = store.digest_array(ent.column("row_digest"))
     ent_text = store.digest_array(ent.column("text_digest"))
     lap("index_load")
@@ -266,7 +277,8 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
             hit = np.asarray(hit, dtype=bool)
             for s in {*ent_split[hit].tolist()}:
                 collide.setdefault(s, []).append(ent_row[hit & (ent_split == s)])
-    del ent
+    # nothing of the index is needed past this point: freed before the per-row checks fork their workers
+    del ent, ent_split, ent_row, ent_text, groups, g_split, g_row, g_id, cand, in_hit, cand_keys
     lap("index_query")
 
     # current lines behind those entries, and the row subsets each family of checks runs on
@@ -423,7 +435,7 @@ def _update_index(idx_dir: Path, contract: Contract, config: Any, splits: list[_
             return 0
         # rows not in the index yet (a concurrent update may have added some: checked again under the lock)
         ent = store.load_entries(idx_dir, manifest, ["split", "row_digest"])
-        ent_split = np.asarray(ent.column("split").to_numpy(zero_copy_only=False), dtype=object)
+        ent_split = _split_column(ent.column("split"))
         ent_row = store.digest_array(ent.column("row_digest"))
         del ent
         take: list[int] = []

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import re
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,10 +174,11 @@ def _open_stream(src: SplitSource) -> Any:
     return fh
 
 
-def line_blocks(src: SplitSource) -> Iterator[LineBlock]:
+def line_blocks(src: SplitSource, raw_sink: Callable[[bytes], None] | None = None) -> Iterator[LineBlock]:
     """The split's lines block by block, exactly as `current_lines` finds them (same numbers, spans, digests),
     without the whole (decompressed) file in memory: a 1M-row split held whole costs its size, and more in forked
-    workers (issue 19: 5.5 GB peak for a 1.2 GB split)."""
+    workers (issue 19: 5.5 GB peak for a 1.2 GB split). `raw_sink` gets every block as read (plain JSON Lines:
+    the file's own bytes, for its hashes)."""
     import xxhash
 
     if src.format not in INDEXABLE:
@@ -196,6 +198,8 @@ def line_blocks(src: SplitSource) -> Iterator[LineBlock]:
             except Exception as exc:  # gzip/zstandard raise their own error types
                 raise InputError(f"cannot decompress ({exc})", file=src.display) from None
             eof = not chunk
+            if raw_sink is not None and chunk:
+                raw_sink(chunk)
             data = carry + chunk
             cut = len(data) if eof else data.rfind(b"\n") + 1
             if cut == 0:  # no newline yet: one line longer than a block
@@ -209,6 +213,79 @@ def line_blocks(src: SplitSource) -> Iterator[LineBlock]:
                             np.frombuffer(digests, dtype="S16") if digests else np.zeros(0, "S16"))
             offset += len(data)
             line_base += newlines
+
+
+class _Digests:
+    """An 'S16' digest array read as 16-byte `bytes` per item (numpy's own items drop trailing NUL bytes)."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return int(self.array.size)
+
+    def __getitem__(self, k: int) -> bytes:
+        k = k + len(self) if k < 0 else k
+        return self.array[k:k + 1].tobytes()
+
+    def __iter__(self) -> Iterator[bytes]:
+        raw = self.array.tobytes()
+        return (raw[i:i + 16] for i in range(0, len(raw), 16))
+
+
+class StreamedLines:
+    """`LineTable`'s interface for a split read block by block (`line_blocks`): per line only its number, span
+    and digest stay in memory (~40 B), and `line_bytes` reads a line back from the file (or, compressed, from a
+    decompressed temporary copy) when a row is parsed. An incremental check of a 1M-row split parses a few
+    thousand rows; holding the whole file for them cost its size, and again in every forked worker's RSS."""
+
+    def __init__(self, src: SplitSource, git_prefix: tuple[str, int] | None = None) -> None:
+        import tempfile
+
+        whole = hashlib.sha256()
+        prefix = hashlib.new(git_prefix[0], b"blob %d\0" % git_prefix[1]) if git_prefix is not None else None
+        need = [git_prefix[1] if git_prefix is not None else 0, 0]  # prefix bytes still to hash, bytes seen
+
+        def sink(chunk: bytes) -> None:
+            whole.update(chunk)
+            need[1] += len(chunk)
+            if prefix is not None and need[0] > 0:
+                prefix.update(memoryview(chunk)[:need[0]])
+                need[0] -= min(need[0], len(chunk))
+
+        plain = src.format == "jsonl"
+        self._spool: Any = None if plain else tempfile.TemporaryFile()  # lives with the table
+        lines, starts, ends, digests = [], [], [], []
+        for block in line_blocks(src, sink if plain else None):
+            if self._spool is not None:
+                self._spool.write(block.data)
+            lines.append(block.lines)
+            starts.append(block.starts + block.offset)
+            ends.append(block.ends + block.offset)
+            digests.append(block.digests)
+        if not plain:
+            with open(src.path, "rb") as fh:  # the run fingerprint is the stored file's sha256
+                while chunk := fh.read(BLOCK_BYTES):
+                    whole.update(chunk)
+            self._spool.flush()
+            self._fh: Any = self._spool
+        else:
+            self._fh = open(src.path, "rb")  # read back with pread while the table lives
+        self.lines = np.concatenate(lines) if lines else np.zeros(0, np.int64)
+        self.starts = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+        self.ends = np.concatenate(ends) if ends else np.zeros(0, np.int64)
+        self.digest_array = np.concatenate(digests) if digests else np.zeros(0, "S16")
+        self.digests = _Digests(self.digest_array)
+        self.sha256 = whole.hexdigest()
+        complete = git_prefix is not None and need[0] == 0 and git_prefix[1] <= need[1]
+        self.git_prefix_id = prefix.hexdigest() if prefix is not None and complete else ""
+
+    def __len__(self) -> int:
+        return int(self.lines.size)
+
+    def line_bytes(self, k: int) -> bytes:
+        a, b = int(self.starts[k]), int(self.ends[k])
+        return os.pread(self._fh.fileno(), b - a, a)
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -267,7 +344,7 @@ def base_blob(repo: Path, commit: str, src: SplitSource) -> BaseBlob | None:
     return BaseBlob(oid.stdout.decode().strip(), int(size.stdout), fmt)
 
 
-def appended_mask(now: LineTable, base: BaseBlob) -> np.ndarray | None:
+def appended_mask(now: LineTable | StreamedLines, base: BaseBlob) -> np.ndarray | None:
     """Changed lines when the base blob is a byte prefix of the current file (proved by its object id), else None.
 
     A line is unchanged exactly when its stripped bytes end within the prefix: the base then holds the same line
@@ -306,7 +383,7 @@ def changed_lines(proc: subprocess.Popen[bytes] | None) -> np.ndarray | None:
     return np.concatenate(added) if added else np.zeros(0, np.int64)
 
 
-def changed_mask(now: LineTable, base: LineTable | None) -> np.ndarray:
+def changed_mask(now: LineTable | StreamedLines, base: LineTable | None) -> np.ndarray:
     """True for the lines of `now` that are not in `base` (as a multiset: an extra copy of a line is a change)."""
     if base is None:
         return np.ones(len(now), dtype=bool)
