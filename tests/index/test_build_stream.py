@@ -119,3 +119,37 @@ def test_bad_line_in_a_later_block_leaves_nothing(tmp_path, monkeypatch, triage_
     assert "41" in str(err.value) and "train.jsonl" in str(err.value)
     assert not (tmp_path / "idx" / "index").exists()
     assert [p.name for p in (tmp_path / "idx").iterdir() if not p.name.endswith(".lock")] == []
+
+
+@pytest.mark.parametrize("block", [3, 64, 1 << 20])
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz"])
+def test_streamed_lines_equal_line_table(tmp_path, monkeypatch, block, fmt):
+    """`gate check --base` reads splits as StreamedLines: the same numbers, spans, digests, file sha256 and git
+    prefix id as the whole-file `line_table`, and `line_bytes` reads the same bytes back from disk."""
+    from gate.index import lines
+
+    monkeypatch.setattr(lines, "BLOCK_BYTES", block)
+    src = _split(tmp_path, TRICKY, fmt)
+    raw = src.path.read_bytes()
+    prefix = ("sha1", 40) if fmt == "jsonl" else None
+    whole = lines.line_table(raw, fmt, "x", prefix)
+    got = lines.StreamedLines(src, prefix)
+    assert len(got) == len(whole)
+    assert np.array_equal(got.lines, whole.lines)
+    assert np.array_equal(got.ends, whole.ends)
+    assert list(got.digests) == whole.digests and got.digests[-1] == whole.digests[-1]
+    assert [got.line_bytes(k) for k in range(len(got))] == [whole.line_bytes(k) for k in range(len(whole))]
+    assert got.sha256 == whole.sha256
+    assert got.git_prefix_id == whole.git_prefix_id == ("" if prefix is None else
+                                                        lines._git_object_id("sha1", memoryview(raw)[:40]))
+    too_long = lines.StreamedLines(src, ("sha1", len(raw) + 1))  # a base longer than the file: no prefix id
+    assert too_long.git_prefix_id == ""
+
+
+def test_streamed_digests_keep_trailing_nul_bytes():
+    """A digest ending in NUL bytes stays 16 bytes long (numpy's 'S16' items would strip them)."""
+    from gate.index.lines import _Digests
+
+    arr = np.frombuffer(b"a" * 14 + b"\0\0" + b"b" * 16, dtype="S16")
+    d = _Digests(arr)
+    assert d[0] == b"a" * 14 + b"\0\0" and d[-2] == d[0] and list(d)[0] == d[0] and len(d) == 2
