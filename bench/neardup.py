@@ -8,8 +8,9 @@ Side by side in one run, on the same tool-use corpus with planted near-duplicate
      128 -> it picks 9x13) and at gate's banding (``params=(16, 6)``); insert all, query each, union-find;
   3. rensa: ``RMinHash.from_token_sets`` + ``RMinHashLSH(0.8, 128, 16)`` (``insert_many`` / ``query_all``),
      union-find.
-Every engine runs in its own process, measured from reading the file to clusters (wall time, peak RSS of the process
-tree). All read the same rows, take the same text (``row_text(row, ("user", "assistant"), True)``) and the same
+Every engine runs in its own process, measured from reading the file to clusters (wall time, CPU seconds = user + sys
+of the process tree, peak RSS of the process tree); gate's CLI also runs as one process (``gate check -j 1``), the row
+to read next to single-threaded rensa, so the comparison is per core as well as per wall second. All read the same rows, take the same text (``row_text(row, ("user", "assistant"), True)``) and the same
 tokens (``gate.dedup.shingles.tokenize``, word 5-grams), so only the MinHash/LSH engines differ.
 
 Quality per engine: recall = share of planted pairs with exact Jaccard >= 0.8 (on the 5-gram sets) that end in one
@@ -29,6 +30,7 @@ import os
 import platform
 import random
 import re
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -282,15 +284,24 @@ def generate(rows: int, out: Path) -> Path:
     return out
 
 
+def _children_cpu() -> float:
+    """user + sys seconds of every waited-for child process tree so far (a tool's workers included)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def measure_engine(name: str, corpus: Path, out_dir: Path, monitor: bool = True) -> dict[str, Any]:
     out = out_dir / f"{name}.npz"
+    cpu0 = _children_cpu()
     m = run_measured([PY, str(Path(__file__).resolve()), "--engine", name, "--corpus", str(corpus),
                       "--out", str(out)], monitor=monitor)
+    cpu = _children_cpu() - cpu0
     if m.returncode != 0:
         raise SystemExit(f"engine {name} failed:\n{m.stderr[-3000:]}")
     info = json.loads(m.stdout.strip().splitlines()[-1])
     data = np.load(out)
-    info.update(seconds=round(m.seconds, 2), docs_per_s=round(info["docs"] / m.seconds),
+    info.update(seconds=round(m.seconds, 2), docs_per_s=round(info["docs"] / m.seconds), cpu_s=round(cpu, 2),
+                docs_per_cpu_s=round(info["docs"] / max(cpu, 1e-9)),
                 peak_rss_mb=round(m.peak_rss_mb), loadavg_1min_after=round(os.getloadavg()[0], 2))
     info["_labels"], info["_pairs"] = data["labels"], data["pairs"]
     print(f"  {name}: {m.seconds:.1f} s, {m.peak_rss_mb:.0f} MB, stages {info['stages']}", flush=True)
@@ -300,10 +311,15 @@ def measure_engine(name: str, corpus: Path, out_dir: Path, monitor: bool = True)
 _FINDING = re.compile(r"near duplicate of row (\d+)\b.*?cluster [^:\s]+:(\d+)")
 
 
-def measure_gate_cli(dataset: Path, report_dir: Path, n: int, monitor: bool = True) -> dict[str, Any]:
+def measure_gate_cli(dataset: Path, report_dir: Path, n: int, monitor: bool = True,
+                     workers: int | None = None) -> dict[str, Any]:
+    """The real CLI; ``workers=1`` (`gate check -j 1`) is the row to set next to single-threaded rensa."""
+    cpu0 = _children_cpu()
     m = run_measured([PY, "-m", "gate", "check", str(dataset), "--contract", str(CONTRACT), "--checks",
-                      "near_duplicate", "--no-db", "--report-dir", str(report_dir), "--quiet"],
+                      "near_duplicate", "--no-db", "--report-dir", str(report_dir), "--quiet",
+                      *(["-j", str(workers)] if workers else [])],
                      env={**os.environ, "CI": "true"}, monitor=monitor)
+    cpu = _children_cpu() - cpu0
     if m.returncode not in (0, 100):
         raise SystemExit(f"gate check failed (rc {m.returncode}):\n{m.stderr[-3000:]}")
     report = json.loads((report_dir / "report.json").read_text())
@@ -319,7 +335,8 @@ def measure_gate_cli(dataset: Path, report_dir: Path, n: int, monitor: bool = Tr
             pairs.append((min(row, partner), max(row, partner)))
             parsed += 1
     d = check["details"]
-    info = {"docs": n, "seconds": round(m.seconds, 2), "docs_per_s": round(n / m.seconds),
+    info = {"docs": n, "seconds": round(m.seconds, 2), "docs_per_s": round(n / m.seconds), "cpu_s": round(cpu, 2),
+            "docs_per_cpu_s": round(n / max(cpu, 1e-9)), "workers": workers or "all cores",
             "peak_rss_mb": round(m.peak_rss_mb), "loadavg_1min_after": round(os.getloadavg()[0], 2),
             "verdict": report["verdict"], "report_seconds": report["seconds"],
             "timings": report["timings"], "counts": check["counts"], "counters": d["counters"],
@@ -392,9 +409,12 @@ def main() -> None:
     peak: dict[str, int] = {}
     for rep in range(args.repeat):
         print(f"round {rep + 1}/{args.repeat} (1-min load average {os.getloadavg()[0]:.2f})", flush=True)
-        for name in ("gate-cli", *ENGINES):
-            r = (measure_gate_cli(dataset, base / "report", n, monitor=rep == 0) if name == "gate-cli"
-                 else measure_engine(name, corpus, out_dir, monitor=rep == 0))
+        for name in ("gate-cli", "gate-cli-j1", *ENGINES):
+            if name.startswith("gate-cli"):
+                r = measure_gate_cli(dataset, base / "report", n, monitor=rep == 0,
+                                     workers=1 if name == "gate-cli-j1" else None)
+            else:
+                r = measure_engine(name, corpus, out_dir, monitor=rep == 0)
             if rep == 0:
                 peak[name] = r["peak_rss_mb"]
             all_seconds[name].append(r["seconds"])
@@ -435,8 +455,12 @@ def main() -> None:
     def speed(a: str, b: str) -> float:
         return round(runs[b]["seconds"] / runs[a]["seconds"], 2)
 
-    ratios = {f"{a}/{b}": speed(a, b) for a in ("gate-cli", "gate-lib")
-              for b in ("datasketch-default", "datasketch-16x6", "rensa-16x8")}
+    def per_cpu(a: str, b: str) -> float:
+        return round(runs[b]["cpu_s"] / max(runs[a]["cpu_s"], 1e-9), 2)
+
+    peers = ("datasketch-default", "datasketch-16x6", "rensa-16x8")
+    ratios = {f"{a}/{b}": speed(a, b) for a in ("gate-cli", "gate-cli-j1", "gate-lib") for b in peers}
+    cpu_ratios = {f"{a}/{b}": per_cpu(a, b) for a in ("gate-cli", "gate-cli-j1", "gate-lib") for b in peers}
     results: dict[str, Any] = {
         "benchmark": "neardup", "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)),
@@ -456,6 +480,9 @@ def main() -> None:
         "runs": runs,
         "speed_ratios": ratios,
         "speed_ratio_meaning": "peer seconds / gate seconds, end to end (> 1: gate faster)",
+        "cpu_ratios": cpu_ratios,
+        "cpu_ratio_meaning": "peer CPU seconds / gate CPU seconds (user + sys of the process tree; > 1: gate "
+                             "does the work in less CPU)",
         "targets": {"faster_than_datasketch": ratios["gate-cli/datasketch-default"] > 1,
                     "at_least_as_fast_as_rensa": ratios["gate-cli/rensa-16x8"] >= 1,
                     "recall_ge_0.99": runs["gate-cli"]["recall"] >= 0.99,
@@ -471,6 +498,7 @@ def main() -> None:
 
 
 LABELS = {"gate-cli": "gate CLI (`gate check --checks near_duplicate`)",
+          "gate-cli-j1": "gate CLI, one process (`gate check -j 1`)",
           "gate-lib": "gate library (`find_near_duplicates`, in-process)",
           "datasketch-default": "datasketch `MinHash.bulk` + `MinHashLSH` (defaults)",
           "datasketch-16x6": "datasketch `MinHash.bulk` + `MinHashLSH(params=(16, 6))`",
@@ -492,15 +520,21 @@ def render_md(res: dict[str, Any]) -> str:
           f"J >= {res['threshold']} that end in one cluster. Precision: a seeded sample of each tool's reported pairs "
           "(LSH candidates for the peers, which do not verify; gate's verified pairs / findings) with exact "
           f"J >= {res['threshold']}.", "",
-          "| tool | params | seconds | docs/s | peak RSS MB | recall | precision (sample) | reported pairs |",
-          "|---|---|---:|---:|---:|---:|---:|---:|"]
+          "| tool | params | seconds | docs/s | CPU s | docs/CPU s | peak RSS MB | recall | precision (sample) "
+          "| reported pairs |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in runs.items():
-        md.append(f"| {LABELS[name]} | {r['params']} | {r['seconds']} | {r['docs_per_s']:,} | {r['peak_rss_mb']:,} | "
+        md.append(f"| {LABELS[name]} | {r['params']} | {r['seconds']} | {r['docs_per_s']:,} | {r['cpu_s']} | "
+                  f"{r['docs_per_cpu_s']:,} | {r['peak_rss_mb']:,} | "
                   f"{r['recall']:.4f} | {r['precision']:.4f} ({r['precision_sample']:,}) | "
                   f"{r['reported_pairs']:,} |")
     ratios = res["speed_ratios"]
     md += ["", "Speed ratios (peer seconds / gate seconds, end to end; > 1 means gate is faster):", ""]
     for key, val in ratios.items():
+        md.append(f"- {key}: **{val}x**")
+    md += ["", "Per CPU second (peer CPU s / gate CPU s, process tree user + sys; the per-core comparison, e.g. "
+           "`gate-cli-j1/rensa-16x8` is one process against single-threaded rensa):", ""]
+    for key, val in res.get("cpu_ratios", {}).items():
         md.append(f"- {key}: **{val}x**")
     t = res["targets"]
     md += ["", "Targets (gate CLI): faster than datasketch: " + ("met" if t["faster_than_datasketch"] else "NOT met")

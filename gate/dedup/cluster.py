@@ -411,8 +411,20 @@ def sketch_signatures(sig: np.ndarray, counts: np.ndarray, plan: LshPlan) -> Ske
     return Sketch(band_keys(sig, plan.bands, plan.rows), digest, np.asarray(counts), (sig & 0xFF).astype(np.uint8))
 
 
-#: chance, for a pair at exactly the threshold, that the b-bit prefilter rejects it (LSH itself misses ~1e-2 there)
+#: least chance, for a pair at exactly the threshold, that the b-bit prefilter may reject it (see `prefilter_miss`)
 PREFILTER_MISS = 1e-6
+
+
+def prefilter_miss(plan: LshPlan, min_recall: float | None) -> float:
+    """The prefilter's miss budget at the threshold: the slack the banding has above ``min_recall``.
+
+    Detection at the threshold is then P(candidate) x (1 - miss) >= min_recall, the promise the plan was chosen
+    for (e.g. 17x4 at 0.7 detects 0.9906, so the prefilter may miss 6e-4 of the pairs at exactly 0.7; pairs above
+    the threshold far fewer). Without slack it falls back to ``PREFILTER_MISS``.
+    """
+    if min_recall is None or plan.recall_at_threshold <= min_recall:
+        return PREFILTER_MISS
+    return max(PREFILTER_MISS, 1.0 - min_recall / plan.recall_at_threshold)
 
 
 @functools.cache
@@ -528,7 +540,8 @@ class NearDupIndex:
         members = np.flatnonzero((self._rep_of >= 0) & (self._rep_of != np.arange(n)))
         prefiltered = 0
         if self._low is not None and left.size:
-            keep = _prefilter(self._low, left, right, signature_floor(threshold, cfg.minhash.num_perm))
+            miss = prefilter_miss(self.plan, cfg.minhash.min_recall)
+            keep = _prefilter(self._low, left, right, signature_floor(threshold, cfg.minhash.num_perm, miss))
             prefiltered = int(left.size - keep.sum())
             left, right = left[keep], right[keep]
         left = np.concatenate((self._rep_of[members], left))
