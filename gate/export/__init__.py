@@ -21,7 +21,19 @@ from typing import Any
 from gate import __version__
 from gate.contract.model import Contract, TokenizerRef
 from gate.errors import GateError
-from gate.export.formats import CONVERTERS, DEFAULT_THINK, FORMATS, Unrepresentable, think_form
+from gate.export.formats import (
+    ARGS_KEY,
+    CONVERTERS,
+    DEFAULT_THINK,
+    FORMATS,
+    Unrepresentable,
+    patch_arguments,
+    think_form,
+)
+
+#: The chat template a nemo-automodel export writes next to its rows when the model's template needs dict
+#: tool-call arguments (the recipe's `dataset.chat_template`; `gate train` picks it up from the manifest).
+NEMO_TEMPLATE = "chat_template.jinja"
 
 MANIFEST_KIND = "gate.export/1"
 
@@ -61,14 +73,20 @@ def _template_facts(contract: Contract | None, tokenizer: TokenizerRef | None) -
     return dict(a.kwargs), a.ct.describe(a.stop_ids), a
 
 
-def _runner_warnings(fmt: str, auditor: Any, n_tool_rows: int, n_reasoning_rows: int) -> list[str]:
+def _runner_warnings(fmt: str, auditor: Any, n_tool_rows: int, n_reasoning_rows: int,
+                     patched: str | None = None) -> list[str]:
     out = []
     if fmt == "ms-swift" and n_reasoning_rows:
         out.append(f"{n_reasoning_rows} row(s) carry reasoning: written inline before the answer, spelt as the chat "
                    f"template renders it, because ms-swift keeps only role, content and loss of a message")
     if fmt != "nemo-automodel" or auditor is None:
         return out
-    if n_tool_rows and auditor.ct.needs_dict_arguments:
+    if n_tool_rows and auditor.ct.needs_dict_arguments and patched is not None:
+        out.append(f"{n_tool_rows} row(s) call tools: NeMo AutoModel's ChatDataset passes tool-call arguments as "
+                   f"JSON strings, which this chat template cannot render; the rows also carry them as objects "
+                   f"(function.{ARGS_KEY}) and {NEMO_TEMPLATE} is the template reading them (it renders what the "
+                   f"original renders): point the recipe's dataset.chat_template at it (gate train does)")
+    elif n_tool_rows and auditor.ct.needs_dict_arguments:
         out.append(f"{n_tool_rows} row(s) call tools: NeMo AutoModel's ChatDataset passes tool-call arguments as "
                    f"JSON strings (_normalize_tool_calls) and this chat template cannot render them "
                    f"(it needs a dict); those rows will fail in AutoModel")
@@ -101,6 +119,14 @@ def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | Non
     think = DEFAULT_THINK
     if fmt == "ms-swift" and auditor is not None:
         think = think_form(lambda msgs: auditor.ct.render(msgs, None, dict(kwargs)))
+    patched: str | None = None
+    nemo: dict[str, Any] = {}
+    if fmt == "nemo-automodel" and auditor is not None:
+        # AutoModel renders with the tokenizer's template and no template variables: so does the reasoning probe
+        nemo["render"] = lambda msgs, tools: auditor.ct.render(msgs, tools, {})
+        if auditor.ct.needs_dict_arguments:
+            patched = patch_arguments(auditor.ct.source(True))
+            nemo["dict_arguments"] = patched is not None
     inputs: dict[str, Any] = {}
     read: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -112,7 +138,8 @@ def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | Non
             inputs[split] = stats
             read[split] = read.get(split, 0) + 1
             try:
-                new = convert(row, kwargs, think) if fmt == "ms-swift" else convert(row)
+                new = (convert(row, kwargs, think) if fmt == "ms-swift" else convert(row, **nemo)
+                       if fmt == "nemo-automodel" else convert(row))
             except Unrepresentable as exc:
                 if not skip_invalid:
                     raise GateError(f"cannot be written as {fmt}: {exc} (--skip-invalid leaves such rows out)",
@@ -138,7 +165,9 @@ def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | Non
                          "sha256": contract.sha256} if contract is not None else None,
             "tokenizer": tok_facts, "chat_template_kwargs": kwargs or None,
             "counts": dict(counts), "skipped": skipped,
-            "warnings": _runner_warnings(fmt, auditor, seen["tools"], seen["reasoning"]),
+            "warnings": _runner_warnings(fmt, auditor, seen["tools"], seen["reasoning"], patched),
+            **({"chat_template": {"file": NEMO_TEMPLATE, "sha256": hashlib.sha256(patched.encode()).hexdigest(),
+                                  "patched_from": auditor.ct.sha256["chat_template"]}} if patched else {}),
         }
 
     if fmt == "hf":
@@ -150,6 +179,9 @@ def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | Non
         with writer:
             for split, new in converted():
                 writer.write(split, new)
+            if patched is not None:
+                assert writer._tmp is not None
+                (writer._tmp / NEMO_TEMPLATE).write_text(patched)
             writer.manifest = body()
         manifest = writer.manifest
     return ExportOutcome(out=str(out), format=fmt, counts=counts, skipped=skipped,

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -138,7 +140,56 @@ def to_ms_swift(row: dict[str, Any], template_kwargs: dict[str, Any] | None = No
     return out
 
 
-def to_nemo_automodel(row: dict[str, Any]) -> dict[str, Any]:
+#: Where a nemo-automodel export keeps a tool call's arguments as an object, next to the JSON string: AutoModel 0.7's
+#: ChatDataset (`_normalize_tool_calls`) turns `function.arguments` into a JSON string but copies the function's
+#: other keys as they are, so a template patched by `patch_arguments` reads the object from here.
+ARGS_KEY = "gate_arguments"
+_ARGS_RE = re.compile(r"\b([A-Za-z_]\w*(?:\.function)?)\.arguments\b")
+
+
+def patch_arguments(source: str) -> str | None:
+    """The chat template with every `X.arguments` read as `X.gate_arguments` when the row has it (else as before),
+    or None when the template never names `.arguments` that way. Rows without the key render exactly as with the
+    original template; exported rows render as the original template renders the row with dict arguments."""
+    patched, n = _ARGS_RE.subn(lambda m: f"({m[1]}.{ARGS_KEY} if {m[1]}.{ARGS_KEY} is defined else {m[1]}.arguments)",
+                               source)
+    return patched if n else None
+
+
+def _dict_arguments(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as a template that needs dict arguments reads them (what serving renders)."""
+    out = []
+    for m in msgs:
+        if m.get("tool_calls"):
+            m = {**m, "tool_calls": [{**tc, "function": {"name": tc["function"]["name"],
+                                                         "arguments": orjson.loads(tc["function"]["arguments"])}}
+                                     for tc in m["tool_calls"]]}
+        out.append(m)
+    return out
+
+
+def _drop_unrendered_reasoning(msgs: list[dict[str, Any]], tools: list[Any] | None,
+                               render: Callable[[list[dict[str, Any]], list[Any] | None], str]) -> None:
+    """Removes, in place, the reasoning of assistant turns that the chat template does not render in the whole
+    conversation (GLM and Qwen3 drop it before the last user turn). The text is the same; but AutoModel builds the
+    loss mask from renders of conversation prefixes, where such a turn is the last one and its reasoning shows, so
+    the prefix is no prefix of the whole and ChatDataset refuses the row ("Cannot build an answer-only loss mask
+    from conversation prefixes")."""
+    idx = [i for i, m in enumerate(msgs) if m["role"] == "assistant" and m.get("reasoning_content")]
+    if not any(i < len(msgs) - 1 for i in idx):  # only a closing turn's reasoning: every prefix is consistent
+        return
+    full = render(_dict_arguments(msgs), tools)
+    for i in idx:
+        kept = msgs[i].pop("reasoning_content")
+        if render(_dict_arguments(msgs), tools) != full:
+            msgs[i]["reasoning_content"] = kept
+
+
+def to_nemo_automodel(row: dict[str, Any], dict_arguments: bool = False,
+                      render: Callable[[list[dict[str, Any]], list[Any] | None], str] | None = None
+                      ) -> dict[str, Any]:
+    """`dict_arguments`: the template needs argument objects (see ARGS_KEY); `render(messages, tools)`: the chat
+    template as AutoModel calls it, to leave out reasoning it does not render (see _drop_unrendered_reasoning)."""
     out_msgs = []
     for i, m in enumerate(_messages(row)):
         msg: dict[str, Any] = {"role": m["role"], "content": _text(m.get("content"), i)}
@@ -148,12 +199,17 @@ def to_nemo_automodel(row: dict[str, Any]) -> dict[str, Any]:
                 msg["reasoning_content"] = r
             calls = _calls(m, i)
             if calls:
+                if dict_arguments:
+                    for c in calls:
+                        c["function"][ARGS_KEY] = orjson.loads(c["function"]["arguments"])
                 msg["tool_calls"] = calls
         elif m["role"] == "tool":
             msg["tool_call_id"] = m["tool_call_id"]
         out_msgs.append(msg)
     out: dict[str, Any] = {"messages": out_msgs}
     tools = _tools(row)
+    if render is not None:
+        _drop_unrendered_reasoning(out_msgs, tools, render)
     if tools:
         out["tools"] = tools
     if isinstance(row.get("id"), str):

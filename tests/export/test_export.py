@@ -101,7 +101,7 @@ def test_nemo_automodel_rows_round_trip_and_warn_about_glm(tmp_path):
     source = _source()
     m = _check_manifest(out, "nemo-automodel", source)
     assert m["contract"] is None and m["tokenizer"]["path"] == GLM.path
-    assert any("JSON strings" in w and "cannot render them" in w for w in res.warnings)
+    assert any("JSON strings" in w and "chat_template.jinja is the template reading them" in w for w in res.warnings)
     assert any("does not learn to stop" in w for w in res.warnings)
     for split, rows in source.items():
         for a, b in zip(rows, _rows(out / f"{split}.jsonl"), strict=True):
@@ -111,6 +111,107 @@ def test_nemo_automodel_rows_round_trip_and_warn_about_glm(tmp_path):
                 assert [_args(t) for t in y.get("tool_calls", [])] == [_args(t) for t in x.get("tool_calls") or []]
                 if x["role"] == "tool":
                     assert y["tool_call_id"] == x["tool_call_id"]
+
+
+def _kind_rows():
+    """Every row kind a nemo-automodel export must get through ChatDataset: plain triage, tool calls with results,
+    two user turns, a parallel call with two results, and reasoning on every assistant turn of a two-user row (the
+    GLM template drops the first turn's reasoning, so AutoModel's prefix mask used to refuse the row)."""
+    import copy
+
+    tools = _rows(CLEAN / "train.jsonl")
+    two_user = [r for r in tools if sum(m["role"] == "user" for m in r["messages"]) == 2][:8]
+    reasoning = copy.deepcopy(two_user)
+    for r in reasoning:
+        for j, m in enumerate(r["messages"]):
+            if m["role"] == "assistant":
+                m["reasoning_content"] = f"Step {j}: decide what to ask or call."
+    par = copy.deepcopy(next(r for r in tools if any(m["role"] == "tool" for m in r["messages"])))
+    k = next(i for i, m in enumerate(par["messages"]) if m.get("tool_calls"))
+    second = {**copy.deepcopy(par["messages"][k]["tool_calls"][0]), "id": "call_second"}
+    par["messages"][k]["tool_calls"].append(second)
+    res = next(i for i, m in enumerate(par["messages"]) if m["role"] == "tool")
+    par["messages"].insert(res + 1, {**par["messages"][res], "tool_call_id": "call_second"})
+    par["id"] = "parallel-1"
+    triage = _rows(FIXTURES / "triage-clean" / "train.jsonl")[:6]
+    return triage + tools[:20] + two_user + reasoning + [par]
+
+
+def _with_dict_arguments(msgs):
+    return [{**m, "tool_calls": [{**t, "function": {"name": t["function"]["name"], "arguments": _args(t)}}
+                                 for t in m["tool_calls"]]} if m.get("tool_calls") else m for m in msgs]
+
+
+def test_nemo_automodel_export_renders_as_the_original_template_does(tmp_path):
+    """The GLM template iterates `arguments.items()`, and AutoModel hands it JSON strings: the export keeps the
+    object under function.gate_arguments (AutoModel copies the function's other keys as they are) and writes a
+    template that reads it. On the exported rows, as given (string arguments), that template renders byte for byte
+    what the original renders from the source rows with object arguments (what serving renders), and on rows
+    without the key it is the original template."""
+    from transformers import AutoTokenizer
+
+    rows = _kind_rows()
+    write_jsonl(tmp_path / "src" / "train.jsonl", rows)
+    res = export_dataset(str(tmp_path / "src"), "nemo-automodel", str(tmp_path / "out"), tokenizer=GLM)
+    m = res.manifest["chat_template"]
+    patched = (tmp_path / "out" / m["file"]).read_text()
+    assert hashlib.sha256(patched.encode()).hexdigest() == m["sha256"]
+    tok = AutoTokenizer.from_pretrained(GLM.path)
+    original = tok.chat_template
+    assert patched != original and "gate_arguments" in patched
+    exported = _rows(tmp_path / "out" / "train.jsonl")
+    for a, b in zip(rows, exported, strict=True):
+        for x, y in zip(a["messages"], b["messages"], strict=True):
+            for tx, ty in zip(x.get("tool_calls") or [], y.get("tool_calls") or [], strict=True):
+                assert isinstance(ty["function"]["arguments"], str) and ty["function"]["gate_arguments"] == _args(tx)
+        serving = tok.apply_chat_template(_with_dict_arguments(a["messages"]), tools=a.get("tools"), tokenize=False,
+                                          chat_template=original)
+        assert tok.apply_chat_template(b["messages"], tools=b.get("tools"), tokenize=False,
+                                       chat_template=patched) == serving, a["id"]
+        assert tok.apply_chat_template(_with_dict_arguments(a["messages"]), tools=a.get("tools"), tokenize=False,
+                                       chat_template=patched) == serving, a["id"]
+    # reasoning is left out only where the template does not render it: before the last user turn
+    for a, b in zip(rows, exported, strict=True):
+        if any(x.get("reasoning_content") for x in a["messages"]):
+            last_user = max(i for i, x in enumerate(a["messages"]) if x["role"] == "user")
+            kept = [i for i, y in enumerate(b["messages"]) if y.get("reasoning_content")]
+            assert kept and all(i > last_user for i in kept), (a["id"], kept)
+
+
+def test_nemo_automodel_export_without_a_tokenizer_writes_no_template(tmp_path):
+    """Without a tokenizer gate cannot know the template: the rows stay plain OpenAI rows and nothing is patched."""
+    res = export_dataset(str(CLEAN), "nemo-automodel", str(tmp_path / "out"))
+    assert "chat_template" not in res.manifest and not (tmp_path / "out" / "chat_template.jinja").exists()
+    row = next(r for r in _rows(tmp_path / "out" / "train.jsonl") if "tool_calls" in json.dumps(r))
+    assert "gate_arguments" not in json.dumps(row)
+
+
+NEMO_PY = FIXTURES.parents[1] / ".venv-nemo" / "bin" / "python"
+
+
+@pytest.mark.skipif(not NEMO_PY.exists(), reason="nemo-automodel venv (.venv-nemo) not installed: make test builds it")
+def test_every_row_kind_encodes_in_automodel_chat_dataset(tmp_path):
+    """AutoModel 0.7's own ChatDataset (its loader, `_normalize_messages`, the exported template, the prefix mask)
+    encodes every exported row of every kind with a supervised token, and what it renders is what the original
+    template renders from the source rows (the check runs AutoModel's own normaliser: tests/train/trainer_scripts/
+    automodel_export_check.py). Before, every tool row raised `'str object' has no attribute 'items'` and every
+    multi-turn reasoning row "Cannot build an answer-only loss mask from conversation prefixes"."""
+    import subprocess
+
+    rows = _kind_rows()
+    src = write_jsonl(tmp_path / "src" / "train.jsonl", rows)
+    export_dataset(str(tmp_path / "src"), "nemo-automodel", str(tmp_path / "out"), tokenizer=GLM)
+    script = FIXTURES.parents[1] / "tests" / "train" / "trainer_scripts" / "automodel_export_check.py"
+    proc = subprocess.run([str(NEMO_PY), str(script), GLM.path, str(src), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
+                               "HF_HOME": str(tmp_path / "hf")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["rows"] == len(rows) and got["failures"] == {}, got
+    assert got["diff"] == {"exported": [], "original": []}, got
+    assert {"plain", "tools+tool_result", "tools+tool_result+multi_turn", "tools+tool_result+multi_turn+reasoning",
+            "tools+parallel+tool_result"} <= set(got["kinds"]), got
 
 
 def test_hf_save_to_disk_round_trips(tmp_path):
