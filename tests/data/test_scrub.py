@@ -69,7 +69,8 @@ def test_missing_pii_engine_is_a_clear_gate_error(monkeypatch, triage_contract):
     from gate.data.pii_scan import RowScanner
 
     def missing(config):
-        raise ImportError("presidio-analyzer is not installed; install the PII extra: pip install 'finetune-gate[pii]'")
+        raise ImportError("presidio-analyzer is not installed; install the PII extra: "
+                          "pip install 'finetune-gate[pii]'")
 
     monkeypatch.setattr(engine, "_engine", missing)
     with pytest.raises(GateError, match=r"gate\[pii\].*--checks"):
