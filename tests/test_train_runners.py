@@ -62,6 +62,33 @@ def test_nemo_dry_run_writes_recipe_slurm_and_torchrun(tmp_path):
     assert yaml.safe_load(plan.files["automodel.yaml"]) == recipe(spec)
 
 
+def test_nemo_recipe_uses_the_chat_template_of_the_export(tmp_path):
+    """A nemo-automodel export made with a tokenizer names its chat template in MANIFEST.json (its rows need it):
+    the recipe points train and validation ChatDataset at it; the spec's own `chat_template` option wins; two
+    exports with different templates cannot feed one run. Without a manifest the recipe has no template key."""
+    from gate.errors import GateError
+
+    def export(name, sha):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "train.jsonl").write_text("{}\n")
+        (d / "chat_template.jinja").write_text("{{ messages }}")
+        (d / "MANIFEST.json").write_text(json.dumps({"format": "nemo-automodel", "chat_template": {
+            "file": "chat_template.jinja", "sha256": sha}}))
+        return str(d / "train.jsonl")
+
+    a, b = export("a", "1" * 64), export("b", "2" * 64)
+    spec = _spec(tmp_path, "glm5-lora-nemo.yaml", train_files=(a,), val_files=(a,))
+    r = recipe(spec)
+    assert r["dataset"]["chat_template"] == r["validation_dataset"]["chat_template"] == str(tmp_path / "a" /
+                                                                                            "chat_template.jinja")
+    own = dataclasses.replace(spec, runner_options={"nemo-automodel": {"chat_template": "/x/t.jinja"}})
+    assert recipe(own)["dataset"]["chat_template"] == "/x/t.jinja"
+    with pytest.raises(GateError, match="different chat templates"):
+        recipe(dataclasses.replace(spec, train_files=(a, b)))
+    assert "chat_template" not in recipe(load_spec(ROOT / "trainspecs" / "glm5-lora-nemo.yaml"))["dataset"]
+
+
 def test_nemo_multinode_plan_launches_torchrun_on_every_node(tmp_path):
     """16 nodes x 8 GPUs with ep 128: the `automodel` CLI only spawns one node's ranks (--nproc-per-node), so the
     plan's command is the per-node torchrun script, whose arguments torch's own torchrun parser accepts."""
@@ -210,10 +237,13 @@ def test_nemo_validation_encodes_every_row_with_the_real_chat_dataset(tmp_path):
     """Row 0 is a plain triage row that AutoModel encodes; the tool-use rows behind it fail in AutoModel 0.7's own
     ChatDataset with a GLM template (it hands tool-call arguments to the template as JSON strings, which the
     template iterates with .items()). Encoding row 0 only said "validated"; every row is encoded now, and the
-    failure names the rows, their kind and AutoModel's error. A hub tokenizer is a skipped check, not a pass."""
+    failure names the rows, their kind and AutoModel's error. A hub tokenizer is a skipped check, not a pass.
+    Exported with the model's tokenizer, the same rows plus multi-turn reasoning rows carry object arguments and a
+    chat template that reads them; the plan points ChatDataset at it and every row of every kind encodes."""
     import sys
 
     from gate.commands.train import validate_plans
+    from gate.contract.model import TokenizerRef
     from gate.export import export_dataset
     from gate.train.plan_launch import write_plan
 
@@ -230,7 +260,29 @@ def test_nemo_validation_encodes_every_row_with_the_real_chat_dataset(tmp_path):
     _, plan_dir = write_plan(spec, get_runner("nemo-automodel"))
     hub = dataclasses.replace(spec, model="zai-org/GLM-5", output_dir=str(tmp_path / "hub"))
     _, hub_dir = write_plan(hub, get_runner("nemo-automodel"))
-    verdict, hub_verdict = validate_plans("nemo-automodel", [plan_dir, hub_dir], str(NEMO_PY))
+    src = tmp_path / "src"
+    src.mkdir()
+    rows = [json.loads(t) for t in triage] + [json.loads(t) for t in
+                                              (ROOT / "fixtures/datasets/tool-use-clean/train.jsonl").read_text()
+                                              .splitlines()[:40]]
+    reasoning = [json.loads(json.dumps(r)) for r in rows if sum(m["role"] == "user" for m in r["messages"]) == 2]
+    for r in reasoning:
+        for m in r["messages"]:
+            if m["role"] == "assistant":
+                m["reasoning_content"] = "decide what to ask or call"
+    (src / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows + reasoning))
+    export_dataset(str(src), "nemo-automodel", str(tmp_path / "fixed"), tokenizer=TokenizerRef(str(model)))
+    fixed = dataclasses.replace(spec, train_files=(str(tmp_path / "fixed" / "train.jsonl"),),
+                                output_dir=str(tmp_path / "fixed-run"))
+    _, fixed_dir = write_plan(fixed, get_runner("nemo-automodel"))
+    template = tmp_path / "fixed" / "chat_template.jinja"
+    assert f"chat_template: {template}" in (fixed_dir / "automodel.yaml").read_text()
+    verdict, hub_verdict, fixed_verdict = validate_plans("nemo-automodel", [plan_dir, hub_dir, fixed_dir],
+                                                         str(NEMO_PY))
+    assert fixed_verdict["ok"], fixed_verdict
+    ds = next(c for c in fixed_verdict["checks"] if c.startswith("dataset="))
+    n = len(rows) + len(reasoning)
+    assert reasoning and f"rows={n}, encoded={n}," in ds and "'tool_calls+multi_turn+reasoning': " in ds, ds
     assert not verdict["ok"], verdict
     err = verdict["error"]
     n_tool = sum('"tool_calls"' in t for t in tools)

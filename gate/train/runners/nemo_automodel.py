@@ -32,9 +32,31 @@ def _dataset(spec: TrainSpec, files: tuple[str, ...], split: str, tokenizer: dic
                           "path_or_dataset_id": files[0] if len(files) == 1 else list(files),
                           "split": split, "shuffle_seed": spec.seed, "truncation": True,
                           "seq_length": spec.sequence_length, "padding": False, "tokenizer": tokenizer}
-    if opts.get("chat_template"):
-        ds["chat_template"] = opts["chat_template"]
+    template = opts.get("chat_template") or _export_template(files)
+    if template:
+        ds["chat_template"] = template
     return ds
+
+
+def _export_template(files: tuple[str, ...]) -> str | None:
+    """The chat template a `gate export --format nemo-automodel` wrote next to these rows (MANIFEST.json names it):
+    its rows carry tool-call arguments only this template renders under AutoModel, so the recipe must use it."""
+    import json
+
+    found: dict[str, str] = {}
+    for f in files:
+        manifest = Path(f).parent / "MANIFEST.json"
+        try:
+            m = json.loads(manifest.read_text())
+        except (OSError, ValueError):
+            continue
+        ct = m.get("chat_template") if isinstance(m, dict) and m.get("format") == "nemo-automodel" else None
+        if isinstance(ct, dict) and isinstance(ct.get("file"), str):
+            found[str(ct.get("sha256"))] = str((manifest.parent / ct["file"]).resolve())
+    if len(found) > 1:
+        raise GateError("the training files come from exports with different chat templates "
+                        f"({', '.join(sorted(found.values()))}): export them together", field="train_files")
+    return next(iter(found.values()), None)
 
 
 def recipe(spec: TrainSpec) -> dict[str, Any]:
