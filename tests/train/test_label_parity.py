@@ -123,8 +123,9 @@ def test_automodel_chat_dataset_labels_against_gate(encoded, tmp_path):
     ids = sequence[:-1], labels = sequence[1:]); realigned, the sequence equals gate's render with `stop_policy:
     as_rendered` (AutoModel appends no stop token, so the model is never taught to end a GLM turn: gate's export
     warns). The only label differences are the generation-prompt tokens AutoModel trains and gate does not (the
-    `<|assistant|>` header, and `<think>` opening a reasoning turn). Tool rows fail in ChatDataset itself (string
-    arguments into a GLM template): every one that calls a tool, with AutoModel's own error."""
+    `<|assistant|>` header, and `<think>` opening a reasoning turn). Tool rows included: they used to fail in
+    ChatDataset itself (string arguments into a GLM template); the export's chat_template.jinja, which the recipe
+    passes as dataset.chat_template, reads the arguments it keeps as objects, and the ids are gate's."""
     from gate.contract.model import TokenizerRef
     from gate.export import export_dataset
     from gate.template.audit import Auditor
@@ -140,18 +141,17 @@ def test_automodel_chat_dataset_labels_against_gate(encoded, tmp_path):
         src.mkdir()
         (src / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         export_dataset(str(src), "nemo-automodel", str(tmp_path / f"{kind}-nemo"), tokenizer=TokenizerRef(str(GLM)))
+        template = tmp_path / f"{kind}-nemo" / "chat_template.jinja"  # written when the rows call tools
         proc = subprocess.run([str(NEMO_PY), str(ROOT / "tests/train/trainer_scripts/automodel_encode.py"), str(model),
-                               str(tmp_path / f"{kind}-nemo" / "train.jsonl")], capture_output=True, text=True,
+                               str(tmp_path / f"{kind}-nemo" / "train.jsonl")] + ([str(template)] * template.exists()),
+                              capture_output=True, text=True,
                               timeout=600, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
                                                               "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
         assert proc.returncode == 0, proc.stderr[-2000:]
         am = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         assert len(am) == len(rows)
         gate = auditor.audit(list(enumerate(rows, 1)), keep=True)
-        for row, g, a in zip(rows, gate, am, strict=True):
-            if any(m.get("tool_calls") for m in row["messages"]):
-                assert "'str object' has no attribute 'items'" in a.get("error", ""), a
-                continue
+        for g, a in zip(gate, am, strict=True):
             assert "error" not in a, a
             full = a["ids"] + [a["labels"][-1]]
             trained = [0] + [int(t != -100) for t in a["labels"]]
