@@ -289,6 +289,7 @@ def test_nemo_validation_encodes_every_row_with_the_real_chat_dataset(tmp_path):
     assert f"ChatDataset fails on {n_tool} of 45 encoded rows" in err, err
     assert "'str object' has no attribute 'items'" in err and "tool_calls+multi_turn" in err
     assert "(rows 5, " in err  # the first tool row, after the five triage rows that encode
+    assert "gate export --format nemo-automodel --tokenizer MODEL" in err  # the way out
     assert hub_verdict["ok"] and any("ChatDataset tokenization" in c for c in hub_verdict["skipped"]), hub_verdict
 
 

@@ -78,7 +78,7 @@ def main(plan_dir: str) -> int:
     except Exception as exc:  # report, do not crash: the caller turns this into one line
         print(traceback.format_exc(limit=3), file=sys.stderr)
         print(json.dumps({"ok": False, "checks": done, "skipped": skipped,
-                          "error": f"{type(exc).__name__}: {exc}"[:500]}))
+                          "error": f"{type(exc).__name__}: {exc}"[:1000]}))
         return 1
     print(json.dumps({"ok": True, "checks": done, "skipped": skipped}))
     return 0
@@ -122,6 +122,12 @@ def _encode_rows(ds: object) -> str:
                 f"{sorted({kinds[i] for i in v})})" for err, v in sorted(failures.items(), key=lambda kv: -len(kv[1]))]
         if no_loss:
             msgs.append(f"{len(no_loss)} row(s) have no supervised token (rows {', '.join(map(str, no_loss[:5]))})")
+        if any("has no attribute 'items'" in e or "answer-only loss mask" in e for e in failures):
+            # AutoModel 0.7 hands tool-call arguments to the template as JSON strings, and builds the loss mask from
+            # prefix renders, which a template that drops earlier reasoning contradicts: an export can avoid both
+            msgs.append("export the rows with `gate export --format nemo-automodel --tokenizer MODEL` (arguments "
+                        "kept as objects with a chat template that reads them, reasoning the template does not render "
+                        "left out) and plan the run from that export")
         raise ValueError(f"ChatDataset fails on {sum(map(len, failures.values())) + len(no_loss)} of {len(idx)} "
                          f"encoded rows: " + "; ".join(msgs))
     counts = {k: kinds.count(k) for k in sorted(set(kinds))}
