@@ -178,10 +178,17 @@ def _drop_unrendered_reasoning(msgs: list[dict[str, Any]], tools: list[Any] | No
     idx = [i for i, m in enumerate(msgs) if m["role"] == "assistant" and m.get("reasoning_content")]
     if not any(i < len(msgs) - 1 for i in idx):  # only a closing turn's reasoning: every prefix is consistent
         return
-    full = render(_dict_arguments(msgs), tools)
+    try:
+        full = render(_dict_arguments(msgs), tools)
+    except Exception:  # the template refuses the row: nothing to compare with (the template check reports it)
+        return
     for i in idx:
         kept = msgs[i].pop("reasoning_content")
-        if render(_dict_arguments(msgs), tools) != full:
+        try:
+            same = render(_dict_arguments(msgs), tools) == full
+        except Exception:
+            same = False
+        if not same:
             msgs[i]["reasoning_content"] = kept
 
 

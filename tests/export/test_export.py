@@ -178,6 +178,28 @@ def test_nemo_automodel_export_renders_as_the_original_template_does(tmp_path):
             assert kept and all(i > last_user for i in kept), (a["id"], kept)
 
 
+def test_nemo_reasoning_is_kept_where_the_template_renders_it_or_cannot_render_the_row():
+    """Only reasoning whose removal leaves the whole render unchanged is left out: a template that shows every
+    turn's reasoning keeps it all, and a row the template refuses is written as it is (the template check reports
+    it) instead of stopping the export with a traceback."""
+    from gate.export.formats import to_nemo_automodel
+
+    row = {"messages": [{"role": "user", "content": "a"},
+                        {"role": "assistant", "content": "b", "reasoning_content": "r1"},
+                        {"role": "user", "content": "c"},
+                        {"role": "assistant", "content": "d", "reasoning_content": "r2"}]}
+
+    def shows_all(msgs, tools):
+        return "".join(f"{m['role']}:{m.get('reasoning_content', '')}:{m['content']}|" for m in msgs)
+
+    def refuses(msgs, tools):
+        raise ValueError("template refuses the row")
+
+    for render in (shows_all, refuses):
+        out = to_nemo_automodel(row, render=render)
+        assert [m.get("reasoning_content") for m in out["messages"]] == [None, "r1", None, "r2"]
+
+
 def test_nemo_automodel_export_without_a_tokenizer_writes_no_template(tmp_path):
     """Without a tokenizer gate cannot know the template: the rows stay plain OpenAI rows and nothing is patched."""
     res = export_dataset(str(CLEAN), "nemo-automodel", str(tmp_path / "out"))
