@@ -10,8 +10,9 @@ Side by side in one run, on the same tool-use corpus with planted near-duplicate
      union-find.
 Every engine runs in its own process, measured from reading the file to clusters (wall time, CPU seconds = user + sys
 of the process tree, peak RSS of the process tree); gate's CLI also runs as one process (``gate check -j 1``), the row
-to read next to single-threaded rensa, so the comparison is per core as well as per wall second. All read the same rows, take the same text (``row_text(row, ("user", "assistant"), True)``) and the same
-tokens (``gate.dedup.shingles.tokenize``, word 5-grams), so only the MinHash/LSH engines differ.
+to read next to single-threaded rensa, so the comparison is per core as well as per wall second. All read the same
+rows, take the same text (``row_text(row, ("user", "assistant"), True)``) and the same tokens
+(``gate.dedup.shingles.tokenize``, word 5-grams), so only the MinHash/LSH engines differ.
 
 Quality per engine: recall = share of planted pairs with exact Jaccard >= 0.8 (on the 5-gram sets) that end in one
 cluster; precision = share of a seeded sample of the engine's reported pairs (LSH candidates for the peers, which do
