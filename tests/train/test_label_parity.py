@@ -9,7 +9,8 @@ difference is asserted as what it is:
 - tool rows: identical ids and labels from the first `<|user|>` on, nothing trained before it by either; the system
   prompt differs because ms-swift's Python agent template spells the tools preamble its own way (`<|system|># Tools`
   without the jinja template's newline, and a second example argument). Documented trainer behaviour: with
-  `template_backend: swift` (ms-swift's default) training sees another tools preamble than a jinja-served model.
+  `template_backend: swift` (ms-swift's default) training sees another tools preamble than a jinja-served model;
+  `template_backend: jinja` is no way out in ms-swift 4.6: it trains every token of the sequence (last test).
 - reasoning rows: identical ids now that the export spells reasoning as the template renders it (`<think>R</think>A`;
   it used to write `<think>\\nR\\n</think>\\n\\n`, which ms-swift keeps literally); ms-swift also trains the opening
   `<think>`, which gate leaves to the generation prompt (`<|assistant|><think>`) the model is given at inference.
@@ -158,3 +159,30 @@ def test_automodel_chat_dataset_labels_against_gate(encoded, tmp_path):
             assert g.ids == full, g.rid
             diff = [i for i, (x, y) in enumerate(zip(g.mask, trained, strict=True)) if x != y]
             assert diff and all(trained[i] == 1 and g.ids[i] in allowed for i in diff), (g.rid, diff)
+
+
+def test_ms_swift_jinja_backend_trains_the_whole_sequence(encoded, tmp_path):
+    """Why the ms-swift plan keeps `template_backend: swift` although its tools preamble differs from the jinja
+    template's (test_tool_rows_identical_from_the_first_user_turn): ms-swift 4.6's `_jinja_encode` returns the whole
+    rendered conversation as one context with loss scale 1, so in training mode every token but the first carries
+    a label (system prompt, tool catalogue, user turns and tool results included), not the assistant turns."""
+    from gate.contract.model import TokenizerRef
+    from gate.export import export_dataset
+
+    model = ROOT / "fixtures" / "models" / "glm5-tiny"  # built by the `encoded` fixture
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _kind_rows("tools")[:5]))
+    export_dataset(str(src), "ms-swift", str(tmp_path / "out"), tokenizer=TokenizerRef(str(GLM)))
+    proc = subprocess.run([str(SWIFT_PY), str(ROOT / "tests/train/trainer_scripts/swift_encode.py"), str(model),
+                           "glm_moe_dsa", "glm4_7", "glm4_7", str(tmp_path / "out" / "train.jsonl"), "jinja"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
+                               "MODELSCOPE_CACHE": str(tmp_path / "ms"), "HF_HOME": str(tmp_path / "hf")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    jinja = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    _, out = encoded
+    assert len(jinja) == 5 and not [j for j in jinja if "error" in j], jinja
+    for j, (g, _) in zip(jinja, out["tools"], strict=False):
+        assert sum(j["trained"]) == len(j["ids"]) - 1, j["id"]  # everything after the first token
+        assert sum(g.mask) < len(g.ids) // 4  # gate (and ms-swift's own backend) train the assistant turns only
