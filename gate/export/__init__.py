@@ -4,7 +4,9 @@ The output directory appears complete or not at all (JSONL per split through `Sp
 `save_to_disk` directory), and MANIFEST.json records where it came from and what it holds: the input files and
 their sha256, the output files and theirs, rows per split, the contract's hash and the tokenizer when given,
 the rows that could not be written (only with `skip_invalid`), and warnings about what the runner will do with
-the data (NeMo AutoModel serialises tool-call arguments to JSON strings, which GLM templates cannot render).
+the data. NeMo AutoModel serialises tool-call arguments to JSON strings, which GLM templates cannot render: with
+a tokenizer whose template needs objects, the export also writes `chat_template.jinja` (named in the manifest, used
+by `gate train` as the recipe's `dataset.chat_template`) that reads the objects the rows keep.
 A row the target format cannot represent stops the export with one line naming it, unless `skip_invalid`.
 """
 

@@ -7,7 +7,9 @@
   (`<think>R</think>A` for GLM, with newlines for Qwen3; `think_form`), because ms-swift's encoder keeps it
   literally; `content` must not be null (`""` for a message that only calls tools).
 - `nemo-automodel` (`ChatDataset`): OpenAI `messages` (roles system/user/assistant/tool; `tool` messages need a
-  non-empty `tool_call_id`; `reasoning_content` on assistant messages) and `tools`.
+  non-empty `tool_call_id`; `reasoning_content` on assistant messages) and `tools`; with the chat template known,
+  tool-call arguments also as objects (`ARGS_KEY`, for the patched template) and no reasoning the template does
+  not render (AutoModel's prefix mask refuses a row whose earlier reasoning the full render drops).
 - `hf`: a `datasets` DatasetDict per split (`save_to_disk`): every column of the row, messages with a fixed set of
   keys (content as a string, tool-call arguments as JSON strings, the OpenAI convention) and `tools` as a JSON
   string, so Arrow gets one schema whatever the tools' parameters look like.
