@@ -145,3 +145,103 @@ def test_static_report_refuses_a_scorecard_other_than_the_decisions(seeded: dict
                  "--db", seeded["db"], "-o", str(tmp_path / "rep"))
     assert r.returncode == 1 and "--scorecard" in r.stderr and "not this file" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "rep").exists()
+
+
+# --- the record holds a masked prompt per sample (issue 18 item 18): a real `gate score` run, the live page -------
+
+PROMPT_NAME = "Olivia Brandt"
+
+
+def _planted_card(tmp: Path) -> Path:
+    """A two-item scorecard whose user messages carry a planted name and e-mail (and a system prompt that is not
+    "the prompt")."""
+    import json
+
+    rows = [{"id": f"p-{k}", "category": "c", "expected": {"product": "billing"},
+             "messages": [{"role": "system", "content": "You triage tickets."},
+                          {"role": "user", "content": f"Ticket {k}: I am {PROMPT_NAME}, write to "
+                                                      f"{PLANTED['email']} about my refund, it never arrived."}]}
+            for k in range(2)]
+    (tmp / "suite.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    card = tmp / "card.yaml"
+    card.write_text("name: planted\nversion: '1'\nsuites: [{name: s, path: suite.jsonl}]\n"
+                    "decoding: {temperature: 0, max_tokens: 4}\n"
+                    "scorers: [{name: fm, type: field_match, options: {fields: [product]}}]\n", encoding="utf-8")
+    return card
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The embedded engine on the tiny model (candidate with its LoRA, baseline without), scored twice: the second
+    pass answers from the cache, and its runs are the ones the release's decision points at."""
+    pytest.importorskip("torch")
+    pytest.importorskip("peft")
+    from fixtures.build_tiny_model import build
+    from gate.score.run import ModelSpec, build_engine, run_score
+    from gate.score.scorecard import load_scorecard
+    from gate.store.releases import record_decision, record_release
+
+    tmp = tmp_path_factory.mktemp("dashprompt")
+    model, lora = (str(p) for p in build()[:2])
+    card = load_scorecard(_planted_card(tmp))
+    db = str(tmp / "gate.duckdb")
+
+    def go() -> Any:
+        return run_score(card, [ModelSpec("candidate", model, lora), ModelSpec("baseline", model)],
+                         lambda s: build_engine("embedded", s), cache_path=db, db=db)
+
+    go()
+    second = go()
+    cand, base = second.runs
+    d, g, c, rel = release_rows("planted", 1, rng=random.Random(3))
+    d["baseline_run"], d["candidate_run"] = base.run_id, cand.run_id
+    record_decision(d, g, c, db)
+    record_release(rel, db)
+    return {"db": db, "release": rel["release_id"], "runs": second.runs}
+
+
+def test_cached_rerun_records_the_masked_prompt_never_the_raw_one(scored: dict[str, Any]) -> None:
+    import duckdb
+
+    samples = [s for r in scored["runs"] for s in r.samples]
+    assert len(samples) == 4 and all(s["cached"] for s in samples)  # the rerun answered from the cache
+    with duckdb.connect(scored["db"], read_only=True) as con:
+        stored = con.execute("SELECT item_id, prompt_masked FROM samples WHERE run_id IN (?, ?) ORDER BY ALL",
+                             [r.run_id for r in scored["runs"]]).fetchall()
+        dump = str(con.execute("SELECT * FROM samples").fetchall())
+    assert [i for i, _ in stored] == ["p-0", "p-0", "p-1", "p-1"]
+    # the last user message (not the system prompt), its name and e-mail masked, the rest readable
+    assert stored[0][1] == "T*** 0: I am O*** B***, write to o***@e***.net about my refund, it never arrived."
+    assert PLANTED["email"] not in dump and PROMPT_NAME not in dump and "Brandt" not in dump
+
+
+def test_live_item_page_shows_the_masked_prompt_from_the_record(scored: dict[str, Any]) -> None:
+    html = _client(scored["db"]).get(f"/releases/{scored['release']}/items").text
+    rows = _item_rows(html)
+    assert len(rows) == 2
+    assert all("o***@e***.net about my refund" in r and "sha256 " not in r for r in rows)
+    assert "--scorecard FILE" not in html  # the record has the prompts: no hint that only hashes are kept
+    assert PLANTED["email"] not in html and "Brandt" not in html and "You triage" not in html
+
+
+def test_an_older_record_gets_the_column_and_its_page_falls_back_to_the_hash(tmp_path: Path) -> None:
+    """A samples table made before `prompt_masked` existed: the read-only page shows the hash, the next write adds
+    the column (NULL for the old rows)."""
+    import duckdb
+
+    from gate.store.scores import finish_score_run
+
+    db = str(tmp_path / "old.duckdb")
+    seed_items(db)
+    with duckdb.connect(db) as con:
+        con.execute("ALTER TABLE samples DROP COLUMN prompt_masked")
+    with duckdb.connect(db, read_only=True) as con:
+        rel_id = con.execute("SELECT release_id FROM releases").fetchone()[0]
+    html = _client(db).get(f"/releases/{rel_id}/items").text
+    assert len(_item_rows(html)) == N_ITEMS and "sha256 " in html and "--scorecard FILE" in html
+    finish_score_run("late", status="complete", finished_at=datetime.now(UTC), items=0, errors=0, cached=0,
+                     samples=[], scores=[], path=db)
+    with duckdb.connect(db, read_only=True) as con:
+        cols = [r[0] for r in con.execute("DESCRIBE samples").fetchall()]
+        assert cols[-1] == "prompt_masked"
+        assert con.execute("SELECT count(*) FROM samples WHERE prompt_masked IS NOT NULL").fetchone()[0] == 0

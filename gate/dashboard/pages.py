@@ -116,7 +116,8 @@ def _items_context(con: Any, release_id: str, prompts: dict[tuple[str, str], str
     rel = queries.release(con, release_id)
     items = evidence.item_answers(con, rel["decision_id"]) if rel.get("decision_id") else []
     for it in items:
-        it["prompt"] = _quoted((prompts or {}).get((it["suite"], it["item_id"])))
+        # the scorecard's text when given (static report), else the masked prompt the record holds since issue 18
+        it["prompt"] = _quoted((prompts or {}).get((it["suite"], it["item_id"])) or it.get("prompt_masked"))
         for side in ("baseline", "candidate"):
             it[side] = _quoted(it[side])
             it[f"{side}_error"] = _quoted(it[f"{side}_error"], 300)
@@ -125,7 +126,7 @@ def _items_context(con: Any, release_id: str, prompts: dict[tuple[str, str], str
                 sc[f"{side}_explanation"] = _quoted(sc[f"{side}_explanation"], 500)
     scorers = sorted({k for it in items for k in it["scores"]})
     return {"rel": rel, "items": items, "scorers": scorers, "changed": sum(it["changed"] for it in items),
-            "with_prompts": prompts is not None}
+            "with_prompts": prompts is not None or any(it.get("prompt_masked") for it in items)}
 
 
 def items(db: str, release_id: str, *, prompts: dict[tuple[str, str], str] | None = None, **ctx: Any) -> str:
@@ -139,18 +140,14 @@ def items(db: str, release_id: str, *, prompts: dict[tuple[str, str], str] | Non
 
 
 def scorecard_prompts(path: str) -> dict[tuple[str, str], str]:
-    """(suite, item id) -> the item's last user message, from a scorecard file: the record keeps only each prompt's
-    hash, so the static report reads the prompts from the scorecard the decision was made with."""
+    """(suite, item id) -> the item's last user message, from a scorecard file: records written before samples held
+    `prompt_masked` keep only each prompt's hash, so the static report can read the prompts from the scorecard the
+    decision was made with (the same `prompt_text` the record's column is made from)."""
+    from gate.score.run import prompt_text
     from gate.score.scorecard import load_scorecard
 
     sc = load_scorecard(path)
-    out: dict[tuple[str, str], str] = {}
-    for suite in sc.suites:
-        for it in suite.items:
-            users = [m.get("content") for m in it.messages if m.get("role") == "user"]
-            text = users[-1] if users else (it.messages[-1].get("content") if it.messages else "")
-            out[(suite.name, it.id)] = text if isinstance(text, str) else _show(text)
-    return out
+    return {(suite.name, it.id): prompt_text(it.messages) for suite in sc.suites for it in suite.items}
 
 
 def _diff_metrics(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from gate.serve.types import Response
 
 ROLES = ("candidate", "baseline")
 EXAMPLES_PER_SCORER = 5  # failing items quoted (redacted) per suite and scorer in scores.md
+PROMPT_CHARS = 500  # the masked prompt kept per sample: enough to recognise the item, never a transcript
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,29 @@ def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
     raise GateError(f"unknown engine '{kind}' (embedded, url, vllm or sglang)")
 
 
+def prompt_text(messages: Any) -> str:
+    """What the per-item pages call "the prompt": the item's last user message (else its last message), as text.
+
+    Why not the whole request: the system prompt and tool schemas are the scorecard's, pinned by hash on the release;
+    the user message is what differs per item and what a reviewer needs beside the two answers.
+    """
+    msgs = list(messages or ())
+    users = [m.get("content") for m in msgs if m.get("role") == "user"]
+    text = users[-1] if users else (msgs[-1].get("content") if msgs else "")
+    if text is None:
+        return ""
+    return text if isinstance(text, str) else json.dumps(text, sort_keys=True)
+
+
+def prompt_masked(req: Any) -> str | None:
+    """The prompt as the record may hold it: through the one free-text masker (`gate.pii.redact.value_snippet`),
+    one line, at most PROMPT_CHARS, so the record and the live dashboard never hold a raw name or e-mail."""
+    from gate.pii.redact import value_snippet
+
+    text = prompt_text(req.messages)
+    return value_snippet(text, PROMPT_CHARS) if text.strip() else None
+
+
 def prompt_hash(req: Any) -> str:
     """Digest of the full request: equal hashes mean both models were asked exactly the same thing."""
     return hashlib.sha256(canonical_json(request_to_dict(req)).encode()).hexdigest()
@@ -181,7 +205,7 @@ def run_model(scorecard: Scorecard, spec: ModelSpec, engine: Engine, *, comparis
                 for it, req, resp in zip(items, reqs, resps, strict=True):
                     run.samples.append({
                         "run_id": run.run_id, "suite": suite.name, "item_id": it.id, "category": it.category,
-                        "prompt_hash": prompt_hash(req), "output": resp.text,
+                        "prompt_hash": prompt_hash(req), "prompt_masked": prompt_masked(req), "output": resp.text,
                         "tool_calls": json.dumps([{"name": t.name, "arguments": t.arguments}
                                                   for t in resp.tool_calls]),
                         "error": resp.error, "finish_reason": resp.finish_reason, "latency_s": resp.latency_s,

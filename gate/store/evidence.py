@@ -101,10 +101,12 @@ def duplicate_clusters(con: Any | None, run_id: str, *, limit: int = 200, member
 
 
 def item_answers(con: Any | None, decision_id: str, *, limit: int = 5000) -> list[dict[str, Any]]:
-    """Per item of a compare decision: suite, id, category, prompt hash, the baseline's and the candidate's answer
-    (epoch 0) and, per scorer.key, both values and explanations with `changed` set where they differ.
+    """Per item of a compare decision: suite, id, category, prompt hash, the masked prompt (`prompt_masked`, None for
+    runs recorded before it was stored), the baseline's and the candidate's answer (epoch 0) and, per scorer.key,
+    both values and explanations with `changed` set where they differ.
 
     Why epoch 0 only: the page shows what a reviewer reads side by side; repeated epochs are in the score tables.
+    Why the column is probed: the dashboard opens the record read-only, so an older file is never migrated by it.
     """
     have = _tables(con)
     if not {"decisions", "samples"} <= have:
@@ -114,15 +116,20 @@ def item_answers(con: Any | None, decision_id: str, *, limit: int = 5000) -> lis
     if not runs or not runs[0][0] or not runs[0][1]:
         return []
     base_run, cand_run = runs[0]
+    masked = bool(con.execute("SELECT 1 FROM information_schema.columns WHERE table_name = 'samples' "
+                              "AND column_name = 'prompt_masked'").fetchall())
+    prompt_col = "prompt_masked" if masked else "NULL"
     items: dict[tuple[str, str], dict[str, Any]] = {}
     for run, side in ((base_run, "baseline"), (cand_run, "candidate")):
-        for suite, item, cat, ph, output, error in con.execute(
-                "SELECT suite, item_id, category, prompt_hash, output, error FROM samples "
+        for suite, item, cat, ph, pm, output, error in con.execute(
+                f"SELECT suite, item_id, category, prompt_hash, {prompt_col}, output, error FROM samples "
                 "WHERE run_id = ? AND coalesce(epoch, 0) = 0 ORDER BY suite, item_id LIMIT ?",
                 [run, limit]).fetchall():
             it = items.setdefault((suite, item), {"suite": suite, "item_id": item, "category": cat,
-                                                  "prompt_hash": ph, "baseline": None, "candidate": None,
-                                                  "baseline_error": None, "candidate_error": None, "scores": {}})
+                                                  "prompt_hash": ph, "prompt_masked": None, "baseline": None,
+                                                  "candidate": None, "baseline_error": None,
+                                                  "candidate_error": None, "scores": {}})
+            it["prompt_masked"] = it["prompt_masked"] or pm  # both runs were asked the same (equal hashes)
             it[side], it[f"{side}_error"] = output, error
     if "scores" in have:
         for run, side in ((base_run, "baseline"), (cand_run, "candidate")):

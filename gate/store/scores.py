@@ -3,7 +3,9 @@
 Same style as `gate.store.db`: one short-lived connection per write, one transaction, Arrow bulk inserts, every
 result drained. A run row is written *before* any request is sent, as `incomplete`, and only turned `complete` at the
 end: a run killed mid-way (Ctrl-C, OOM, lost machine) is therefore recorded as incomplete, never as a result.
-Raw outputs are stored (reviewers need them); reports built from these tables redact them.
+Raw outputs are stored (reviewers need them); reports built from these tables redact them. Prompts are not stored
+raw: `prompt_masked` holds the item's last user message already through the free-text masker (capped), so the live
+per-item page can show what was asked without the scorecard at hand and without the record holding personal data.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ DDL = [
     """CREATE TABLE IF NOT EXISTS samples (
         run_id VARCHAR, suite VARCHAR, item_id VARCHAR, category VARCHAR, prompt_hash VARCHAR, output VARCHAR,
         tool_calls JSON, error VARCHAR, finish_reason VARCHAR, latency_s DOUBLE, prompt_tokens BIGINT,
-        completion_tokens BIGINT, cached BOOLEAN, epoch INTEGER DEFAULT 0, ttft_s DOUBLE,
+        completion_tokens BIGINT, cached BOOLEAN, epoch INTEGER DEFAULT 0, ttft_s DOUBLE, prompt_masked VARCHAR,
         PRIMARY KEY (run_id, suite, item_id, epoch))""",
     """CREATE TABLE IF NOT EXISTS scores (
         run_id VARCHAR, suite VARCHAR, item_id VARCHAR, scorer VARCHAR, "key" VARCHAR, value DOUBLE,
@@ -34,11 +36,14 @@ DDL = [
     # files created before repeated epochs were recorded (their samples key stays (run_id, suite, item_id))
     "ALTER TABLE samples ADD COLUMN IF NOT EXISTS epoch INTEGER DEFAULT 0",
     "ALTER TABLE samples ADD COLUMN IF NOT EXISTS ttft_s DOUBLE",
+    # files created before the per-item page showed prompts: their rows keep a NULL (the page shows the hash)
+    "ALTER TABLE samples ADD COLUMN IF NOT EXISTS prompt_masked VARCHAR",
     "ALTER TABLE scores ADD COLUMN IF NOT EXISTS epoch INTEGER DEFAULT 0",
 ]
 
 SAMPLE_COLUMNS = ["run_id", "suite", "item_id", "category", "prompt_hash", "output", "tool_calls", "error",
-                  "finish_reason", "latency_s", "prompt_tokens", "completion_tokens", "cached", "epoch", "ttft_s"]
+                  "finish_reason", "latency_s", "prompt_tokens", "completion_tokens", "cached", "epoch", "ttft_s",
+                  "prompt_masked"]
 SCORE_COLUMNS = ["run_id", "suite", "item_id", "scorer", "key", "value", "explanation", "epoch"]
 
 
