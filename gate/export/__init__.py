@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -32,6 +31,7 @@ from gate.export.formats import (
     patch_arguments,
     think_form,
 )
+from gate.io.digest import sha256_file
 
 #: The chat template a nemo-automodel export writes next to its rows when the model's template needs dict
 #: tool-call arguments (the recipe's `dataset.chat_template`; `gate train` picks it up from the manifest).
@@ -100,12 +100,7 @@ def _runner_warnings(fmt: str, auditor: Any, n_tool_rows: int, n_reasoning_rows:
     return out
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256 = sha256_file
 
 
 def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | None = None,

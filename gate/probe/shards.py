@@ -7,13 +7,13 @@ names a hash to check them against.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import struct
 from pathlib import Path
 from typing import Any
 
+from gate.io.digest import sha256_file
 from gate.probe.result import Step, judged
 
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
@@ -77,12 +77,7 @@ def _manifest_hashes(model_dir: Path) -> tuple[str | None, dict[str, str]]:
     return None, {}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+_sha256 = sha256_file
 
 
 def step_shards(model_dir: Path, work_dir: Path, trainable_hint: int = 0) -> Step:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.io.atomic import atomic_write_text
+from gate.io.digest import sha256_file
 
 ROLES: dict[str, tuple[str, ...]] = {
     "weights": ("*.safetensors", "*.bin", "*.pt", "*.distcp", "*.gguf"),
@@ -24,14 +25,6 @@ ROLES: dict[str, tuple[str, ...]] = {
     "config": ("config.json", "adapter_config.json", "generation_config.json", "automodel_peft_config.json",
                "args.json", "*.safetensors.index.json"),
 }
-
-
-def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _role(name: str) -> str | None:
