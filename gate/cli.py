@@ -526,7 +526,9 @@ def rollback(
     raise typer.Exit(run_rollback(release_id=release_id, reason=reason, by=by, db=db))
 
 
-@app.command()
+@app.command(epilog=_exits("no trigger fired", "a rollback trigger fired (ROLLBACK)",
+                           "could not run (bad input, unreadable metrics, or --rollback on a release that is not "
+                           "current)"))
 def watch(
     metrics: Annotated[str, typer.Argument(help="Production metrics: a JSONL file of rows {\"metric\": ..., "
                                                 "\"value\": ..., \"ts\": ..., \"release\": ...}, or a Prometheus "

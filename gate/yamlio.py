@@ -239,6 +239,9 @@ def describe(schema: Any) -> str:
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
     parts = []
+    if not kinds and schema.get("required"):  # a branch that only says which keys must be there
+        keys = list(map(str, schema["required"]))
+        return f"a mapping with key{'s' if len(keys) > 1 else ''} {', '.join(keys)}"
     for kind in kinds or ["any value"]:
         if kind == "array" and isinstance(schema.get("items"), dict):
             parts.append(f"array of ({describe(schema['items'])})")

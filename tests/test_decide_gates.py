@@ -351,7 +351,8 @@ def test_lower_is_better_metrics_are_tested_in_the_right_direction(tmp_path: Pat
     ({"gates": [GATES[0], GATES[0]]}, "gate 'task-improves' is declared twice"),
     ({"gates": [{**GATES[2], "aggregate": "p42"}]}, "'p42' is not one of"),
     ({"gates": [{**GATES[0], "cluster": "customer"}]}, "'customer' is not one of"),
-    ({"rollback_triggers": [{"name": "t", "metric": "error"}]}, "is not valid under any of the given schemas"),
+    ({"rollback_triggers": [{"name": "t", "metric": "error"}]},
+     "matches none of the allowed shapes: a mapping with key above; a mapping with key below"),
     ({"rollback_triggers": [{"name": "t", "metric": "error", "above": 1, "aggregat": "p95"}]}, "unknown key"),
 ])
 def test_scorecard_gate_and_trigger_shapes_are_validated(tmp_path: Path, change: dict[str, Any],
