@@ -63,20 +63,23 @@ $(SGLANG_STAMP):
 	$(SGLANG_VENV)/bin/pip install -q --disable-pip-version-check $(SGLANG_DEPS)
 	touch $(SGLANG_STAMP)
 
+# A trainer venv: torch's CPU wheel first, then the trainer with every package pinned by its constraints file.
+# $(call trainer_venv,VENV,CONSTRAINTS,PACKAGE==VERSION)
+define trainer_venv
+	$(PY) -m venv $(1)
+	$(1)/bin/pip install -q --disable-pip-version-check -U pip
+	$(1)/bin/pip install -q --disable-pip-version-check torch==2.13.0
+	$(1)/bin/pip install -q --disable-pip-version-check -c $(2) $(3)
+endef
+
 $(SWIFT_STAMP): tools/trainers/swift.constraints.txt
-	$(PY) -m venv $(SWIFT_VENV)
-	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check -U pip
-	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
-	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check -c tools/trainers/swift.constraints.txt ms-swift==4.6.0
+	$(call trainer_venv,$(SWIFT_VENV),tools/trainers/swift.constraints.txt,ms-swift==4.6.0)
 	# Megatron-SWIFT's argument classes and megatron-core's TransformerConfig, without their GPU stack
 	$(SWIFT_VENV)/bin/pip install -q --disable-pip-version-check --no-deps megatron-core==0.16.1 mcore-bridge==1.6.5
 	touch $(SWIFT_STAMP)
 
 $(NEMO_STAMP): tools/trainers/nemo.constraints.txt
-	$(PY) -m venv $(NEMO_VENV)
-	$(NEMO_VENV)/bin/pip install -q --disable-pip-version-check -U pip
-	$(NEMO_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0
-	$(NEMO_VENV)/bin/pip install -q --disable-pip-version-check -c tools/trainers/nemo.constraints.txt nemo-automodel==0.7.0
+	$(call trainer_venv,$(NEMO_VENV),tools/trainers/nemo.constraints.txt,nemo-automodel==0.7.0)
 	$(NEMO_VENV)/bin/pip uninstall -q -y triton
 	touch $(NEMO_STAMP)
 
