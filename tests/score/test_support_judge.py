@@ -1,77 +1,55 @@
 """The factual-support judge against a real OpenAI-compatible HTTP server on 127.0.0.1.
 
-The server is a few lines of stdlib `http.server` speaking the chat-completions protocol (a tiny model cannot judge
-well, so the test is about the protocol, the versioned prompt, the cache keyed by the judge's identity and the
-parsing of the verdicts, not about the judge's wisdom). It answers from a script and records every request.
+The server is the suite's stdlib fake (`tests/serve/fake_openai.py`) speaking the chat-completions protocol (a tiny
+model cannot judge well, so the test is about the protocol, the versioned prompt, the cache keyed by the judge's
+identity and the parsing of the verdicts, not about the judge's wisdom). It answers from a script and records every
+request and its headers.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from gate.score.scorers.support import JUDGE_PROMPT, JUDGE_PROMPT_VERSION, FactualSupport, parse_verdicts
 from gate.score.types import Item
 from gate.serve.types import Response
+from tests.serve.fake_openai import FakeOpenAI, chat_reply
 
 PASSAGE = "Returns are accepted within 30 days of delivery. Refunds take 5 business days."
 
 
-class Judge:
-    """A scripted chat-completions server: `reply` is the assistant text, `status` the HTTP status."""
+class Judge(FakeOpenAI):
+    """The fake server scripted as a judge: `reply` is the assistant text, `status` the HTTP status of every answer."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
+        super().__init__()
+        self.models = [{"id": "judge-model", "object": "model"}]
+        self.version = "scripted-1"
         self.reply = "1: SUPPORTED\n2: CONTRADICTED"
         self.status = 200
-        judge = self
+        self.respond = lambda body: chat_reply(body, self.reply)
+        self.fail_when = lambda body: self.status != 200
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+    @property
+    def status(self) -> int:
+        return self.fail_status
 
-            def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    @status.setter
+    def status(self, code: int) -> None:
+        self.fail_status = code
 
-            def do_GET(self) -> None:
-                if self.path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": "judge-model", "object": "model"}]})
-                elif self.path == "/version":
-                    self._send(200, {"version": "scripted-1"})
-                else:
-                    self._send(404, {"error": "not found"})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                judge.requests.append(body)
-                judge.headers.append(dict(self.headers))
-                if judge.status != 200:
-                    self._send(judge.status, {"error": {"message": "bad request"}})
-                    return
-                self._send(200, {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": judge.reply}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    @property
+    def requests(self) -> list[dict]:
+        return self.bodies
 
 
 @pytest.fixture()
 def judge():
-    j = Judge()
+    j = Judge().start()
     yield j
-    j.server.shutdown()
+    j.kill()
 
 
 def item(n=1):

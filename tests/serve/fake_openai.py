@@ -22,8 +22,11 @@ class FakeOpenAI:
         self.fail_status = 503
         self.fail_when: Callable[[dict], bool] | None = None  # answer matching chat requests with fail_status
         self.respond: Callable[[dict], dict] | None = None  # replaces `answer` (canned answers per request)
+        self.models: list[dict] = [{"id": "tiny"}, {"id": "tinylora", "parent": "tiny"}]  # what /v1/models lists
+        self.version = "0.0-fake"  # what /version says
         self.calls = 0
         self.bodies: list[dict] = []
+        self.headers: list[dict[str, str]] = []  # the HTTP headers of every POST, in order (e.g. Authorization)
         self.inflight = 0
         self.max_inflight = 0
         self.lock = threading.Lock()
@@ -64,9 +67,9 @@ class FakeOpenAI:
                 if self.path in ("/health", "/health_generate"):
                     self._json(200, {})
                 elif self.path == "/version":
-                    self._json(200, {"version": "0.0-fake"})
+                    self._json(200, {"version": srv.version})
                 elif self.path == "/v1/models":
-                    self._json(200, {"object": "list", "data": [{"id": "tiny"}, {"id": "tinylora", "parent": "tiny"}]})
+                    self._json(200, {"object": "list", "data": srv.models})
                 else:
                     self._json(404, {"detail": "Not Found"})
 
@@ -75,6 +78,7 @@ class FakeOpenAI:
                 with srv.lock:
                     srv.calls += 1
                     srv.bodies.append(body)
+                    srv.headers.append(dict(self.headers))
                     fail = srv.fail_next > 0
                     if fail:
                         srv.fail_next -= 1
@@ -122,6 +126,13 @@ class FakeOpenAI:
                 self.wfile.write(b"data: [DONE]\n\n")
 
         return H
+
+
+def chat_reply(body: dict, text: str) -> dict:
+    """A non-streamed chat completion whose assistant message is `text` (for `FakeOpenAI.respond`)."""
+    return {"id": "x", "object": "chat.completion", "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
 
 def answer(body: dict) -> dict:
