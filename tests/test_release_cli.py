@@ -121,6 +121,26 @@ def test_release_stores_resolved_paths_and_hashes_not_relative_ones(record: dict
     assert rel["base_model"] == str((here / "models" / "baseline").resolve()) and rel["base_revision"] == "h-baseline"
 
 
+def test_release_create_on_a_record_without_score_runs_is_a_one_line_error(record: dict[str, Any],
+                                                                            tmp_path: Path) -> None:
+    """A record holding the decision but not its score runs (a copied or pruned file) once gave DuckDB's catalog
+    error as an internal error; now one line naming the missing run, exit 1, and no release written."""
+    import shutil
+
+    import duckdb
+
+    db = tmp_path / "no-scores.duckdb"
+    shutil.copy(record["db"], db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("DROP TABLE score_runs")
+    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-x", "--db", str(db))
+    assert r.returncode == 1, r.stdout + r.stderr
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "internal error" not in err and "Traceback" not in err, err
+    assert "score run" in err and "not in the record" in err, err
+    assert _sql(db, "SELECT count(*) FROM releases WHERE release_id = 'rel-x'")[0][0] == 0
+
+
 def test_promote_refuses_blocked_or_dirty_releases_without_touching_the_record(record: dict[str, Any]) -> None:
     clean, faulty = record["checks"]["triage-clean"], record["checks"]["triage-faulty"]
     for rid, dec, check in (("rel-blocked", "flat", clean), ("rel-dirty", "good", faulty)):

@@ -79,13 +79,21 @@ def prompt_hashes(scorecard_path: str | None, decision: dict[str, Any]) -> tuple
 
 
 def _score_run(con: Any, run_id: str | None) -> dict[str, Any]:
+    """The decision's score run as recorded; a record without it (or with no score runs at all, e.g. a copied
+    decisions table) is a one-line error, not a catalog error from DuckDB."""
     if not run_id:
         return {}
-    cur = con.execute("SELECT * FROM score_runs WHERE run_id = ?", [run_id])
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
+    from gate.store.service import has_table
+
+    rows: list[Any] = []
+    cols: list[str] = []
+    if has_table(con, "score_runs"):
+        cur = con.execute("SELECT * FROM score_runs WHERE run_id = ?", [run_id])
+        cols = [d[0] for d in cur.description]
+        rows = cur.fetchall()
     if not rows:
-        raise GateError(f"score run '{run_id}' of the decision is not in the record")
+        raise GateError(f"score run '{run_id}' of the decision is not in the record (run `gate score` into this "
+                        "record first)")
     row = dict(zip(cols, rows[0], strict=True))
     for k in ("engine_identity", "suite_hashes", "options", "decoding"):
         if isinstance(row.get(k), str):
@@ -118,16 +126,14 @@ def _local_hash(location: str | None) -> str | None:
 
 def check_runs(con: Any, run_ids: list[str]) -> list[dict[str, Any]]:
     """The `gate check` runs named, with their verdicts as recorded (an unknown id is an error, not a pass)."""
+    from gate.store.db import check_run_summary
+
     out = []
-    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'runs'").fetchall()[0][0]
     for rid in run_ids:
-        rows = con.execute("SELECT run_id, verdict, dataset, dataset_fingerprint, contract_name, started_at "
-                           "FROM runs WHERE run_id = ? AND kind = 'check'", [rid]).fetchall() if has else []
-        if not rows:
+        r = check_run_summary(con, rid)
+        if r is None:
             raise GateError(f"no `gate check` run '{rid}' in the record", field="--data-check")
-        r = rows[0]
-        out.append({"run_id": r[0], "verdict": r[1], "dataset": r[2], "fingerprint": r[3], "contract": r[4],
-                    "checked_at": str(r[5])})
+        out.append(r)
     return out
 
 
@@ -137,7 +143,7 @@ def build_release(*, decision_id: str, db: str | None, release_id: str | None = 
                   training_run: str | None = None, by: str | None = None, notes: str | None = None) -> dict[str, Any]:
     """The release row for one decision (not yet written)."""
     from gate.store.db import connect
-    from gate.store.releases import get_decision
+    from gate.store.releases import get_decision, overall_comparisons
 
     decision = get_decision(decision_id, db)
     if decision["mode"] != "compare":
@@ -148,9 +154,7 @@ def build_release(*, decision_id: str, db: str | None, release_id: str | None = 
         base = _score_run(con, decision["baseline_run"])
         checks = check_runs(con, list(dict.fromkeys(data_checks or [])))
         scores: dict[str, Any] = {}
-        for suite, scorer, key, b, c, d in con.execute(
-                'SELECT suite, scorer, "key", baseline, candidate, delta FROM comparisons WHERE decision_id = ? '
-                "AND category = 'all' ORDER BY suite, scorer, \"key\"", [decision_id]).fetchall():
+        for suite, scorer, key, b, c, d in overall_comparisons(con, decision_id):
             scores.setdefault(suite, {}).setdefault(scorer, {})[key] = {"baseline": b, "candidate": c, "delta": d}
     ident = cand.get("engine_identity") or {}
     base_ident = base.get("engine_identity") or {}
