@@ -94,3 +94,14 @@ def test_promote_quiet_is_the_verdict_line_only(tmp_path):
     assert loud.returncode == quiet.returncode == 100
     assert len(loud.stdout.splitlines()) > 1 and "  - " in loud.stdout
     assert quiet.stdout.splitlines() == [f"REFUSED: {blocked} is not promoted; current is unchanged"]
+
+
+def test_the_docs_spell_check_output_as_out_not_its_former_name():
+    """README and docs/ teach `gate check -o/--out`; `--report-dir` is only the former spelling kept for old scripts
+    (the README's tour still taught it after the rename)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            assert not ("gate check" in line and "--report-dir" in line), f"{doc.name}:{n}: {line}"
