@@ -73,6 +73,28 @@ def test_contamination_names_the_evaluation_item(tmp_path):
     assert {d["id"] for d in res.details["contaminated_items"]} == {"q-7", test[2]["id"]}
 
 
+def test_contamination_findings_carry_the_matched_item_and_similarity(tmp_path):
+    """Like near_duplicate's, a contamination finding fills its evidence fields: partner_id is the matched evaluation
+    item ("source#id"), partner_row its line when it is a row of an evaluation split, score the match's similarity
+    (the fields were None before)."""
+    item = text(999, 30)
+    contract = _contract_with(tmp_path, [{"id": "q-7", "messages": [{"role": "user", "content": item}]}])
+    test = [triage_row(100 + i, text(100 + i)) for i in range(10)]
+    train = [triage_row(i, text(i)) for i in range(20)]
+    train[4] = triage_row(4, text(5000, 40) + " " + item + " " + text(5001, 40))  # embeds the suite item
+    train.append(dict(test[6], id="copy-6"))  # a verbatim copy of test row 7
+    ds = tmp_path / "ds"
+    write_jsonl(ds / "train.jsonl", train)
+    write_jsonl(ds / "test.jsonl", test)
+    by_row = {f.row: f for f in results(ds, contract, ["contamination"])["contamination"].findings}
+    assert set(by_row) == {5, 21}
+    suite_hit, copy = by_row[5], by_row[21]
+    assert suite_hit.partner_id is not None and suite_hit.partner_id.endswith("suite.jsonl#q-7")
+    assert suite_hit.partner_row is None and suite_hit.score == 1.0
+    assert copy.partner_id == f"split:test#{test[6]['id']}" and copy.partner_row == 7 and copy.score == 1.0
+    assert set(suite_hit.to_dict()) >= {"partner_row", "partner_id", "score"}
+
+
 def test_odd_unicode_and_empty_messages_do_not_crash(tmp_path, triage_contract):
     odd = ["e\u0301\u0301 combining", "\u05e9\u05dc\u05d5\u05dd RTL \u202e reversed", "emoji 👩‍👩‍👧 🧪",
            "zero\u200bwidth", "", " ", "x" * 1_000_000]

@@ -263,10 +263,16 @@ class ContaminationCheck(_ClusterCheck):
             for it, _, _ in matched:
                 self._leaked_items[(items[it].source, items[it].item_id)] += 1
             names = ", ".join(f"{items[it].source}#{items[it].item_id} ({why})" for it, why, _ in matched[:3])
+            # the evidence fields, as near_duplicate fills them: the best-matched item ("source#id"; its line when
+            # it is a row of an evaluation split) and that match's similarity
+            best, _, best_score = max(matched, key=lambda m: m[2])
+            best_line = self._keys[split_item_pos[best]][1] if best in split_item_pos else None
             self.findings.append(Finding(
                 "contamination", self._splits[s], line, "messages", "contamination", "error",
                 f"contains evaluation item(s) {names}"
-                + (f" and {len(matched) - 3} more" if len(matched) > 3 else ""), None, self._ids[pos]))
+                + (f" and {len(matched) - 3} more" if len(matched) > 3 else ""), None, self._ids[pos],
+                partner_row=best_line, partner_id=f"{items[best].source}#{items[best].item_id}",
+                score=round(best_score, 6)))
 
     def details(self) -> dict[str, Any]:
         return {"options": self.opts, "evaluation_sets": list(self.contract.evaluation_sets),
