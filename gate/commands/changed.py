@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -113,16 +114,20 @@ def _contract_changed(contract_path: str, tokenizer: str | None, changed: list[P
     return [p for p in contract_inputs(contract) if any(f == p or p in f.parents for f in changed)]
 
 
-def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir: str, checks: list[str] | None,
-                      db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
-                      quiet: bool, tokenizer: str | None, fail_on_existing: bool = False,
-                      snippets: str = "masked") -> int:
-    """Checks the datasets the change touches, each against its own check at the merge-base with `ref` (every
-    finding new or existing, gate.data.novelty); a change to the contract or what it reads checks them all."""
-    from gate.commands.check import run_check_command
-    from gate.contract import load_contract
-    from gate.data.novelty import check_at_base
+@dataclasses.dataclass(frozen=True)
+class ChangedScope:
+    """What a change touches: the datasets to check (`units`), why they are checked, and the git facts (repository
+    root, merge-base commit) each one's check at the base needs. Running the checks is gate.commands.check's job."""
 
+    units: list[Path]
+    target: Path
+    root: Path
+    commit: str
+    why: str
+
+
+def changed_scope(dataset: str, ref: str, contract_path: str, tokenizer: str | None) -> ChangedScope:
+    """The datasets the change since `ref` touches; a change to the contract or what it reads touches them all."""
     ds = Path(dataset)
     root = repo_root(ds)
     target = ds.resolve() if ds.exists() else ds.absolute()
@@ -135,27 +140,25 @@ def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir:
         units = dataset_units(target, files_under(root, target) if target.is_dir() else [target])
         names = ", ".join(f"`{p.relative_to(root) if p.is_relative_to(root) else p.name}`" for p in touched)
         why = f"checked because {names} changed since `{ref}`"
-    if not units:
-        _write_nothing_changed(report_dir, dataset, ref)
-        print(f"PASS no dataset files under {dataset} changed since {ref}; nothing to check → {report_dir}/report.md")
-        return int(ExitCode.PASS)
-    current = load_contract(contract_path)
-    common = dict(contract_path=contract_path, checks=checks, db=db, record=record, workers=workers,
-                  fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer,
-                  fail_on_existing=fail_on_existing, snippets=snippets)
+    return ChangedScope(units, target, root, commit, why)
 
-    def one(unit: Path, out: str) -> int:
-        base = check_at_base(unit, contract_path, ref=ref, root=root, commit=commit, current=current, checks=checks,
-                             workers=workers, tokenizer=tokenizer)
-        base.why = why
-        return run_check_command(dataset=str(unit), report_dir=out, base_check=base, **common)  # type: ignore[arg-type]
 
-    if len(units) == 1:
-        return one(units[0], report_dir)
+def pass_nothing_changed(report_dir: str, dataset: str, ref: str) -> int:
+    """A change without data: a passing report that says so (the pull-request comment is never empty)."""
+    _write_nothing_changed(report_dir, dataset, ref)
+    print(f"PASS no dataset files under {dataset} changed since {ref}; nothing to check → {report_dir}/report.md")
+    return int(ExitCode.PASS)
+
+
+def check_units(scope: ChangedScope, report_dir: str, ref: str, check_one: Callable[[Path, str], int]) -> int:
+    """Runs `check_one(unit, report_dir)` on every touched dataset: one dataset reports to `report_dir` itself,
+    several each to a sub-directory with one combined report over them (written atomically). The worst exit code."""
+    if len(scope.units) == 1:
+        return check_one(scope.units[0], report_dir)
     parts: list[tuple[str, int]] = []
     with atomic_dir(report_dir) as tmp:
-        for unit in units:
-            slug = _slug(unit, target)
-            parts.append((slug, one(unit, str(tmp / slug))))
-        _combine(tmp, parts, ref, why)
+        for unit in scope.units:
+            slug = _slug(unit, scope.target)
+            parts.append((slug, check_one(unit, str(tmp / slug))))
+        _combine(tmp, parts, ref, scope.why)
     return max(code for _, code in parts)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from typing import Any
 
+from gate.commands.changed import changed_scope, check_units, pass_nothing_changed
 from gate.contract import load_contract
 from gate.contract.model import TokenizerRef
 from gate.data.runner import CheckRun, run_checks
@@ -85,8 +87,6 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
     from gate.report.check_report import github_annotations
 
     if changed_since is not None:
-        from gate.commands.changed import run_changed_check
-
         return run_changed_check(dataset=dataset, ref=changed_since, contract_path=contract_path,
                                  report_dir=report_dir, checks=checks, db=db, record=record, workers=workers,
                                  fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer,
@@ -107,3 +107,28 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
 
     print_check_run(run, report_dir, quiet=quiet)
     return code
+
+
+def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir: str, checks: list[str] | None,
+                      db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
+                      quiet: bool, tokenizer: str | None, fail_on_existing: bool = False,
+                      snippets: str = "masked") -> int:
+    """Checks the datasets the change touches (gate.commands.changed), each against its own check at the
+    merge-base with `ref` (every finding new or existing, gate.data.novelty)."""
+    from gate.data.novelty import check_at_base
+
+    scope = changed_scope(dataset, ref, contract_path, tokenizer)
+    if not scope.units:
+        return pass_nothing_changed(report_dir, dataset, ref)
+    current = load_contract(contract_path)
+
+    def one(unit: Path, out: str) -> int:
+        base = check_at_base(unit, contract_path, ref=ref, root=scope.root, commit=scope.commit, current=current,
+                             checks=checks, workers=workers, tokenizer=tokenizer)
+        base.why = scope.why
+        return run_check_command(dataset=str(unit), contract_path=contract_path, report_dir=out, checks=checks,
+                                 db=db, record=record, workers=workers, fail_on=fail_on, max_examples=max_examples,
+                                 quiet=quiet, tokenizer=tokenizer, base_check=base, fail_on_existing=fail_on_existing,
+                                 snippets=snippets)
+
+    return check_units(scope, report_dir, ref, one)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gate import install_hint
+from gate.data.mapper import MapResult, init_worker, map_chunk, projection
 from gate.errors import GateError
 from gate.io.dataset import Chunk
 
@@ -39,14 +40,11 @@ def _worker_checks(token: str, contract: Any, names: list[str]) -> list[Any]:
     return checks
 
 
-def map_chunk_task(token: str, contract: Any, names: list[str], chunk: Chunk
-                   ) -> tuple[str, int, list[Any], float, list[float]]:
+def map_chunk_task(token: str, contract: Any, names: list[str], chunk: Chunk) -> MapResult:
     """The body of one Ray task: exactly the local engine's worker function, on checks built in this worker."""
-    from gate.data import runner
-
     checks = _worker_checks(token, contract, names)
-    runner._init_worker(checks, runner._projection(checks))
-    return runner._map_chunk(chunk)
+    init_worker(checks, projection(checks))
+    return map_chunk(chunk)
 
 
 def connect(address: str | None, num_cpus: int | None) -> bool:
@@ -88,7 +86,7 @@ def _single_host(ray: Any) -> bool:
 
 
 def map_chunks(chunks: Iterator[Chunk], contract: Any, names: list[str], checks: list[Any],
-               fold: Callable[[tuple[str, int, list[Any], float, list[float]], int], None], *,
+               fold: Callable[[MapResult, int], None], *,
                address: str | None = None, workers: int | None = None) -> dict[str, float]:
     """Maps every chunk as a Ray task and folds the results in input order; returns engine timings."""
     t0 = time.perf_counter()

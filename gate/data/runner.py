@@ -7,7 +7,6 @@ whatever the number of workers.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import multiprocessing as mp
 import os
@@ -22,13 +21,13 @@ from typing import Any
 
 from gate import __version__
 from gate.contract import Contract
-from gate.data.base import Batch, Check, CheckResult
+from gate.data.base import CheckResult
+from gate.data.mapper import MapResult, init_worker, map_chunk, projection
+from gate.data.ray_engine import map_chunks
 from gate.data.registry import CHECKS
 from gate.errors import GateError
 from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
-from gate.io.rows import parse_chunk
 
-_WORKER_CHECKS: list[Check] = []
 SMALL_INPUT_BYTES = 8 << 20
 
 
@@ -55,44 +54,6 @@ class CheckRun:
     @property
     def rows(self) -> int:
         return sum(s.rows for s in self.splits)
-
-
-_WORKER_FIELDS: tuple[str, ...] | None = None
-
-
-def _init_worker(checks: list[Check], fields: tuple[str, ...] | None = None) -> None:
-    global _WORKER_CHECKS, _WORKER_FIELDS
-    _WORKER_CHECKS = checks
-    _WORKER_FIELDS = fields
-
-
-def _projection(checks: list[Check]) -> tuple[str, ...] | None:
-    """The union of the checks' declared row keys; None (whole rows) as soon as one check reads the whole row."""
-    if not checks or any(c.fields is None for c in checks):
-        return None
-    return tuple(sorted({f for c in checks for f in c.fields or ()}))
-
-
-def _map_chunk(chunk: Chunk) -> tuple[str, int, list[Any], float, list[float]]:
-    """Maps one chunk through every check; also returns each check's own map seconds (for `pii` and `secret`
-    the map phase is the whole work, so a check's `seconds` would be 0.0 without them)."""
-    t0 = time.perf_counter()
-    # parsed rows are acyclic JSON: the cyclic collector only churns over millions of fresh dicts (2x slower)
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        chunk = chunk.attached()
-        rows = parse_chunk(chunk, _WORKER_FIELDS)
-        batch = Batch(chunk.split, chunk.file, rows)
-        partials, per_check = [], []
-        for c in _WORKER_CHECKS:
-            t1 = time.perf_counter()
-            partials.append(c.map(batch))
-            per_check.append(time.perf_counter() - t1)
-    finally:
-        if gc_was_on:
-            gc.enable()
-    return chunk.split, len(rows), partials, time.perf_counter() - t0, per_check
 
 
 def _progress(total_bytes: int, enabled: bool) -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -142,7 +103,7 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
             kw = {"chunk_bytes": chunk_bytes} if chunk_bytes else {}
             yield from iter_chunks(src, stats[src.split], **kw)
 
-    def fold(result: tuple[str, int, list[Any], float, list[float]], nbytes: int) -> None:
+    def fold(result: MapResult, nbytes: int) -> None:
         nonlocal map_seconds
         split, nrows, partials, secs, per_check = result
         rows_seen[split] += nrows
@@ -156,23 +117,21 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     engine_timings: dict[str, float] = {}
     try:
         if engine == "ray":
-            from gate.data.ray_engine import map_chunks
-
             engine_timings = map_chunks(chunks(), contract, names, instances, fold, address=address, workers=workers)
         elif n_workers <= 1:
-            _init_worker(instances, _projection(instances))
+            init_worker(instances, projection(instances))
             for chunk in chunks():
-                fold(_map_chunk(chunk), chunk.nbytes)
+                fold(map_chunk(chunk), chunk.nbytes)
         else:
             ctx = mp.get_context("fork")
-            with ctx.Pool(n_workers, initializer=_init_worker,
-                          initargs=(instances, _projection(instances))) as pool:
+            with ctx.Pool(n_workers, initializer=init_worker,
+                          initargs=(instances, projection(instances))) as pool:
                 # started only after the workers are forked: forking while a thread imports is unsafe
                 warm = threading.Thread(target=lambda: [c.warm_up() for c in instances], daemon=True)
                 warm.start()
                 window: deque[tuple[Any, int]] = deque()
                 for chunk in chunks():
-                    window.append((pool.apply_async(_map_chunk, (chunk.detached(),)), chunk.nbytes))
+                    window.append((pool.apply_async(map_chunk, (chunk.detached(),)), chunk.nbytes))
                     if len(window) >= 2 * n_workers:
                         res, nbytes = window.popleft()
                         fold(res.get(), nbytes)
