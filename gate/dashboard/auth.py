@@ -50,14 +50,10 @@ def token_row(db: str, token_id: str) -> dict[str, Any] | None:
         if key in _ROWS:
             _ROWS.move_to_end(key)
             return _ROWS[key]
-    row = None
+    from gate.store.views import token_row as stored_token
+
     with queries.read_only(db) as con:
-        if con is not None and "tokens" in queries.tables(con):
-            got = con.execute("SELECT name, role, salt, digest, revoked_at FROM tokens WHERE token_id = ?",
-                              [token_id]).fetchall()
-            if got:
-                name, role, salt, digest, revoked_at = got[0]
-                row = {"name": name, "role": role, "salt": salt, "digest": digest, "revoked": revoked_at is not None}
+        row = stored_token(con, token_id)
     with _guard:
         _ROWS[key] = row
         while len(_ROWS) > _ROWS_MAX:

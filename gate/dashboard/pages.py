@@ -15,7 +15,7 @@ from typing import Any
 
 from gate.dashboard import charts, queries
 from gate.errors import GateError
-from gate.store import evidence
+from gate.store import evidence, views
 
 PIN_FIELDS = ["base_model", "base_revision", "adapter", "adapter_sha256", "tokenizer_sha256", "chat_template_sha256",
               "engine", "engine_version", "engine_flags", "system_prompt_sha256", "tool_schema_sha256", "scorecard",
@@ -65,11 +65,11 @@ def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, l
          per_scorecard: int = 200, **ctx: Any) -> str:
     """Releases over time (one chart per scorecard), the newest releases, filters and the diff form."""
     with _record(db) as con:
-        series = queries.release_series(con, per_scorecard=per_scorecard, scorecard=scorecard)
-        rows = queries.release_list(con, scorecard=scorecard, verdict=verdict, limit=limit)
+        series = views.release_series(con, per_scorecard=per_scorecard, scorecard=scorecard)
+        rows = views.release_list(con, scorecard=scorecard, verdict=verdict, limit=limit)
         status = evidence.release_data_check_status(con, rows)
-        facets = queries.facets(con)
-        current = queries.current_release(con)
+        facets = views.facets(con)
+        current = views.current_release(con)
     for r in rows:
         r["data_check_status"] = status.get(r["release_id"], "none")
     return _render("home.html", title="Releases", charts=charts.release_history(series), releases=rows,
@@ -77,9 +77,9 @@ def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, l
 
 
 def _release_context(con: Any, release_id: str, *, history_upto: bool = False) -> dict[str, Any]:
-    rel = queries.release(con, release_id)
+    rel = views.release(con, release_id)
     # a report is frozen at its release: later releases are not part of its story
-    series = queries.release_series(con, per_scorecard=200, scorecard=rel["scorecard"],
+    series = views.release_series(con, per_scorecard=200, scorecard=rel["scorecard"],
                                     upto=rel["created_at"] if history_upto else None)
     hist = charts.release_history(series).get(rel["scorecard"])
     return {"rel": rel, "pins": [(k, _show(rel.get(k))) for k in PIN_FIELDS], "history_chart": hist,
@@ -113,7 +113,7 @@ def _quoted(text: Any, width: int = 2000) -> Any:
 
 
 def _items_context(con: Any, release_id: str, prompts: dict[tuple[str, str], str] | None) -> dict[str, Any]:
-    rel = queries.release(con, release_id)
+    rel = views.release(con, release_id)
     items = evidence.item_answers(con, rel["decision_id"]) if rel.get("decision_id") else []
     for it in items:
         # the scorecard's text when given (static report), else the masked prompt the record holds since issue 18
@@ -181,7 +181,7 @@ def diff(db: str, a_id: str, b_id: str, **ctx: Any) -> str:
     with _record(db) as con:
         if con is None:
             raise GateError(f"no release '{a_id}' in the record", file=db)
-        a, b = queries.release(con, a_id), queries.release(con, b_id)
+        a, b = views.release(con, a_id), views.release(con, b_id)
     pins = [(k, _show(a.get(k)), _show(b.get(k))) for k in ["verdict", "created_at", *PIN_FIELDS]]
     metrics = _diff_metrics(a, b)
     return _render("diff.html", title=f"{a_id} vs {b_id}", a=a, b=b, pins=pins, metrics=metrics,
@@ -190,7 +190,7 @@ def diff(db: str, a_id: str, b_id: str, **ctx: Any) -> str:
 
 def checks(db: str, **ctx: Any) -> str:
     with _record(db) as con:
-        runs = queries.check_runs(con)
+        runs = views.check_runs(con)
     return _render("checks.html", title="Dataset checks", runs=runs, **ctx)
 
 
@@ -201,7 +201,7 @@ def _check_run_context(db: str, run_id: str, check: str | None) -> dict[str, Any
     with _record(db) as con:
         if con is None:
             raise GateError(f"no check run '{run_id}' in the record", file=db)
-        run = queries.check_run(con, run_id, check=check)
+        run = views.check_run(con, run_id, check=check)
         details = evidence.check_run_details(con, run_id)
         clusters = evidence.duplicate_clusters(con, run_id)
     for f in run["findings"]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from gate.errors import GateError
+from gate.store import scores
 
 EXAMPLE_IDS = 10  # ids quoted per alignment problem
 
@@ -54,12 +55,10 @@ class Aligned:
 
 
 def _run_row(con: Any, run_id: str) -> dict[str, Any]:
-    cur = con.execute("SELECT * FROM score_runs WHERE run_id = ?", [run_id])
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
-    if not rows:
+    row = scores.score_run_row(con, run_id)
+    if row is None:
         raise GateError(f"no score run '{run_id}' in the record (see `gate score`)")
-    return dict(zip(cols, rows[0], strict=True))
+    return row
 
 
 def find_runs(con: Any, *, comparison: str | None = None, baseline_run: str | None = None,
@@ -68,16 +67,11 @@ def find_runs(con: Any, *, comparison: str | None = None, baseline_run: str | No
     if baseline_run or candidate_run:
         return baseline_run, candidate_run
     if comparison is None:
-        rows = con.execute(
-            "SELECT comparison_id FROM score_runs WHERE status = 'complete' AND (? IS NULL OR scorecard = ?) "
-            "GROUP BY comparison_id HAVING count(DISTINCT role) = 2 ORDER BY max(started_at) DESC LIMIT 1",
-            [scorecard, scorecard]).fetchall()
-        if not rows:
+        comparison = scores.newest_complete_comparison(con, scorecard)
+        if comparison is None:
             raise GateError("no complete baseline-vs-candidate `gate score` run in the record; "
                             "pass --baseline-run and --candidate-run")
-        comparison = rows[0][0]
-    rows = con.execute("SELECT role, run_id FROM score_runs WHERE comparison_id = ? ORDER BY started_at",
-                       [comparison]).fetchall()
+    rows = scores.comparison_runs(con, comparison)
     if not rows:
         raise GateError(f"no `gate score` comparison '{comparison}' in the record")
     roles = {r: i for r, i in rows}
@@ -88,22 +82,12 @@ def load_side(con: Any, run_id: str) -> RunSide:
     run = _run_row(con, run_id)
     if run["status"] != "complete":
         raise GateError(f"score run '{run_id}' is {run['status']}: rerun `gate score` to finish it before deciding")
-    items = {(s, i): {"category": c, "prompt_hash": h} for s, i, c, h in con.execute(
-        "SELECT DISTINCT suite, item_id, category, prompt_hash FROM samples WHERE run_id = ?", [run_id]).fetchall()}
+    items = {(s, i): {"category": c, "prompt_hash": h} for s, i, c, h in scores.run_items(con, run_id)}
     # repeated epochs of one item are one paired unit: their mean is the item's value (epochs are not new items)
     values: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
-    for s, i, scorer, key, v in con.execute(
-            'SELECT suite, item_id, scorer, "key", avg(value) FROM scores WHERE run_id = ? AND "key" <> \'error\' '
-            'GROUP BY ALL', [run_id]).fetchall():
+    for s, i, scorer, key, v in scores.run_item_values(con, run_id):
         values.setdefault((s, i), {})[(scorer, key)] = float("nan") if v is None else float(v)
-    metrics: list[dict[str, Any]] = []
-    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'score_metrics'").fetchall()
-    if has[0][0]:
-        cur = con.execute('SELECT suite, category, scorer, "key", n, mean, p50, p95, p99 FROM score_metrics '
-                          "WHERE run_id = ?", [run_id])
-        cols = [d[0] for d in cur.description]
-        metrics = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-    return RunSide(run, items, values, metrics)
+    return RunSide(run, items, values, scores.run_level_metrics(con, run_id))
 
 
 def _examples(keys: list[tuple[str, str]]) -> list[str]:
@@ -159,8 +143,7 @@ def load_aligned(db: str | None, *, comparison: str | None = None, baseline_run:
     from gate.store.db import connect
 
     with connect(db, read_only=True) as con:
-        has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'score_runs'").fetchall()
-        if not has[0][0]:
+        if not scores.has_score_runs(con):
             raise GateError("no `gate score` runs in the record yet", file=db)
         if single:
             return align(load_side(con, single), None)

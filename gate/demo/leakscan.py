@@ -123,30 +123,12 @@ def planted_values(dataset: str | Path) -> list[Planted]:
     return out
 
 
-def _columns(con: Any) -> list[tuple[str, str, list[str]]]:
-    tables = con.execute("SELECT table_schema, table_name FROM information_schema.tables "
-                         "ORDER BY table_schema, table_name").fetchall()
-    return [(schema, table, [c for (c,) in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
-        "ORDER BY ordinal_position", [schema, table]).fetchall()]) for schema, table in tables]
-
-
 def duckdb_texts(path: str | Path) -> list[tuple[str, str]]:
     """(`duckdb:<file>:<table>.<column>`, every value of the column as text) for every column of every table."""
-    import duckdb
+    from gate.store.inspect import column_texts
 
     path = Path(path)
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        out = []
-        for schema, table, cols in _columns(con):
-            for col in cols:  # every column as text: JSON, structs and lists hold strings too
-                rows = con.execute(f'SELECT CAST("{col}" AS VARCHAR) FROM "{schema}"."{table}" '
-                                   f'WHERE "{col}" IS NOT NULL').fetchall()
-                out.append((f"duckdb:{path.name}:{table}.{col}", "\n".join(r[0] for r in rows)))
-        return out
-    finally:
-        con.close()
+    return [(f"duckdb:{path.name}:{table}.{col}", text) for table, col, text in column_texts(path)]
 
 
 def _file_texts(f: Path) -> list[tuple[str, str]]:
@@ -214,21 +196,10 @@ def _get_routes(app: Any) -> list[Any]:
 
 def _page_sources(db: str) -> dict[str, Any]:
     """Each route parameter's values, from the record (a callable gets the path parameters chosen so far)."""
-    import duckdb
+    from gate.store.inspect import page_ids
 
-    con = duckdb.connect(db, read_only=True)
-    try:
-        have = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        releases = [r for (r,) in con.execute("SELECT release_id FROM releases ORDER BY release_id").fetchall()] \
-            if "releases" in have else []
-        scorecards = [s for (s,) in con.execute("SELECT DISTINCT scorecard FROM releases ORDER BY 1").fetchall()] \
-            if "releases" in have else []
-        runs = [r for (r,) in con.execute("SELECT run_id FROM runs WHERE kind = 'check' ORDER BY run_id").fetchall()] \
-            if "runs" in have else []
-        checks = {r: [c for (c,) in con.execute('SELECT DISTINCT "check" FROM findings WHERE run_id = ? ORDER BY 1',
-                                                 [r]).fetchall()] for r in runs} if "findings" in have else {}
-    finally:
-        con.close()
+    ids = page_ids(db)
+    releases, scorecards, runs, checks = ids["releases"], ids["scorecards"], ids["runs"], ids["checks"]
     if len(releases) <= DIFF_ALL_PAIRS_MAX:
         pairs = list(itertools.product(releases, releases))
     else:
@@ -347,11 +318,6 @@ def scan_demo(out_dir: str | Path, db: str | Path, *, datasets: Sequence[str | P
     for f in files:
         haystacks += duckdb_texts(f) if f.suffix == ".duckdb" else _file_texts(f)
     haystacks += duckdb_texts(db)
-    import duckdb
+    from gate.store.inspect import table_count
 
-    con = duckdb.connect(db, read_only=True)
-    try:
-        tables = len(_columns(con))
-    finally:
-        con.close()
-    return ScanResult(len(planted), len(files), tables, len(pages), search(planted, haystacks))
+    return ScanResult(len(planted), len(files), table_count(db), len(pages), search(planted, haystacks))

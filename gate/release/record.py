@@ -83,18 +83,12 @@ def _score_run(con: Any, run_id: str | None) -> dict[str, Any]:
     decisions table) is a one-line error, not a catalog error from DuckDB."""
     if not run_id:
         return {}
-    from gate.store.service import has_table
+    from gate.store.scores import score_run_row
 
-    rows: list[Any] = []
-    cols: list[str] = []
-    if has_table(con, "score_runs"):
-        cur = con.execute("SELECT * FROM score_runs WHERE run_id = ?", [run_id])
-        cols = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-    if not rows:
+    row = score_run_row(con, run_id)
+    if row is None:
         raise GateError(f"score run '{run_id}' of the decision is not in the record (run `gate score` into this "
                         "record first)")
-    row = dict(zip(cols, rows[0], strict=True))
     for k in ("engine_identity", "suite_hashes", "options", "decoding"):
         if isinstance(row.get(k), str):
             row[k] = json.loads(row[k])

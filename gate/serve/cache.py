@@ -25,12 +25,9 @@ from gate.serve.engine import (
     response_to_dict,
 )
 from gate.serve.types import Request, Response
+from gate.store import responses as table
 
 KEY_VERSION = 1  # bump when the key recipe changes so old rows can never match
-
-DDL = """CREATE TABLE IF NOT EXISTS response_cache (
-    key VARCHAR PRIMARY KEY, identity_fp VARCHAR, identity JSON, request JSON, epoch INTEGER,
-    response JSON, created_at TIMESTAMPTZ DEFAULT current_timestamp)"""
 
 
 def cache_key(identity: EngineIdentity, req: Request, epoch: int = 0) -> str:
@@ -47,19 +44,16 @@ class ResponseCache:
         self.path = str(path)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
-            con.execute(DDL).fetchall()
+            table.ensure_table(con)
 
     def _connect(self) -> Any:
-        import duckdb
-
-        return duckdb.connect(self.path)
+        return table.connect(self.path)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Response]:
         if not keys:
             return {}
         with self._connect() as con:
-            rows = con.execute("SELECT key, response FROM response_cache WHERE key IN (SELECT unnest(?))",
-                               [list(keys)]).fetchall()
+            rows = table.cached_responses(con, keys)
         return {k: replace(response_from_dict(json.loads(v)), cached=True) for k, v in rows}
 
     def put_many(self, items: Sequence[tuple[str, EngineIdentity, Request, int, Response]]) -> None:
@@ -70,12 +64,11 @@ class ResponseCache:
         if not rows:
             return
         with self._connect() as con:
-            con.executemany("INSERT OR REPLACE INTO response_cache (key, identity_fp, identity, request, epoch, "
-                            "response) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            table.store_responses(con, rows)
 
     def count(self) -> int:
         with self._connect() as con:
-            return int(con.execute("SELECT count(*) FROM response_cache").fetchone()[0])
+            return table.response_count(con)
 
 
 class CachedEngine(Engine):

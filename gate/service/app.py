@@ -1,7 +1,7 @@
 """The HTTP face of gate: routes that check a caller's role, confine its paths and hand work to the core.
 
-No gate logic lives here: a check or score runs through the CLI's own functions (as a job), and reads are plain
-queries over the record. Findings leave the service redacted, like every report.
+No gate logic lives here: a check or score runs through the core's own functions (as a job), and reads are the
+store's (gate.store.service). Findings leave the service redacted, like every report.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the route signatures, and the role aliases below are
@@ -77,29 +77,6 @@ def _confine(cfg: ServiceConfig, raw: str, field: str) -> str:
         return str(confine(raw, cfg.roots))
     except PathRefused as exc:
         raise HTTPException(404 if exc.missing else 400, f"{field}: {exc}") from None
-
-
-def _rows(cfg: ServiceConfig, sql: str, args: list[Any], table: str) -> list[dict[str, Any]]:
-    """Rows of a record table as dicts; an empty list while the table does not exist yet."""
-    import json
-
-    with store.service_db(cfg.db, ddl=False) as con:
-        if not store.has_table(con, table, cfg.db):
-            return []
-        cur = con.execute(sql, args)
-        cols = [d[0] for d in cur.description]
-        types = [str(d[1]) for d in cur.description]
-        out = []
-        for row in cur.fetchall():
-            d: dict[str, Any] = {}
-            for c, t, v in zip(cols, types, row, strict=True):
-                if t == "JSON" and isinstance(v, str):
-                    v = json.loads(v)
-                elif hasattr(v, "isoformat"):
-                    v = v.isoformat()
-                d[c] = v
-            out.append(d)
-        return out
 
 
 def _sweep_orphan_uploads(cfg: ServiceConfig) -> None:
@@ -240,40 +217,33 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
 
     @app.get("/checks/runs", tags=["checks"])
     def check_runs(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
-        return _rows(cfg, "SELECT run_id, started_at, seconds, dataset, dataset_fingerprint, contract_name, "
-                          "contract_version, verdict, exit_code, rows FROM runs WHERE kind = 'check' "
-                          "ORDER BY started_at DESC LIMIT ?", [limit], "runs")
+        return store.api_check_runs(cfg.db, limit)
 
     @app.get("/checks/runs/{run_id}/findings", tags=["checks"])
     def findings(run_id: str, _: Reader, limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
         """Findings of one check run; snippets and messages are masked again on the way out."""
         from gate.report.redact import mask
 
-        runs = _rows(cfg, "SELECT run_id, verdict FROM runs WHERE run_id = ?", [run_id], "runs")
-        if not runs:
+        run = store.api_check_run(cfg.db, run_id)
+        if run is None:
             raise HTTPException(404, f"no check run {run_id!r}")
-        rows = _rows(cfg, 'SELECT "check", split, "row", field, rule, severity, message, snippet, row_id '
-                          'FROM findings WHERE run_id = ? ORDER BY "check", split, "row" LIMIT ?',
-                     [run_id, limit], "findings")
+        rows = store.api_findings(cfg.db, run_id, limit)
         for r in rows:
             r["message"] = mask(r["message"] or "")
             r["snippet"] = mask(r["snippet"] or "")
-        return {"run_id": run_id, "verdict": runs[0]["verdict"], "findings": rows}
+        return {"run_id": run_id, "verdict": run["verdict"], "findings": rows}
 
     @app.get("/scores/runs", tags=["scores"])
     def score_runs(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
-        return _rows(cfg, "SELECT run_id, comparison_id, role, scorecard, scorecard_version, model, adapter, "
-                          "engine, started_at, finished_at, status, items, errors, cached FROM score_runs "
-                          "ORDER BY started_at DESC LIMIT ?", [limit], "score_runs")
+        return store.api_score_runs(cfg.db, limit)
 
     @app.get("/decisions", tags=["releases"])
     def decisions(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
-        return _rows(cfg, "SELECT * FROM decisions ORDER BY created_at DESC LIMIT ?", [limit], "decisions")
+        return store.api_decisions(cfg.db, limit)
 
     @app.get("/releases", tags=["releases"])
     def releases(_: Reader) -> dict[str, Any]:
-        rel = _rows(cfg, "SELECT * FROM releases ORDER BY created_at, release_id", [], "releases")
-        hist = _rows(cfg, "SELECT * FROM release_pointer ORDER BY seq", [], "release_pointer")
+        rel, hist = store.api_releases(cfg.db)
         return {"current": hist[-1]["release_id"] if hist else None, "releases": rel, "history": hist}
 
     # Tokens over HTTP: while the service runs it holds the database file, so `gate token --url` comes here.

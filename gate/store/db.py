@@ -231,3 +231,17 @@ def record_check_run(run: Any, exit_code: int, path: str | None = None) -> None:
         except Exception:
             con.execute("ROLLBACK").fetchall()
             raise
+
+
+def check_run_summary(con: Any, run_id: str) -> dict[str, Any] | None:
+    """A `gate check` run's verdict and what it checked (run_id, verdict, dataset, fingerprint, contract,
+    checked_at as text), or None when the record has no such check run: a release or a promote names runs by id,
+    and an unknown id must be an error, not a pass."""
+    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'runs'").fetchall()[0][0]
+    rows = con.execute("SELECT run_id, verdict, dataset, dataset_fingerprint, contract_name, started_at "
+                       "FROM runs WHERE run_id = ? AND kind = 'check'", [run_id]).fetchall() if has else []
+    if not rows:
+        return None
+    r = rows[0]
+    return {"run_id": r[0], "verdict": r[1], "dataset": r[2], "fingerprint": r[3], "contract": r[4],
+            "checked_at": str(r[5])}

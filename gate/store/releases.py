@@ -212,3 +212,11 @@ def latest_noise_floor(scorecard: str, path: str | None = None) -> dict[str, Any
     rows = _query("SELECT noise_floor FROM decisions WHERE mode = 'aa' AND scorecard = ? ORDER BY created_at DESC "
                   "LIMIT 1", [scorecard], path, "decisions")
     return rows[0]["noise_floor"] if rows and rows[0]["noise_floor"] else {}
+
+
+def overall_comparisons(con: Any, decision_id: str) -> list[tuple[str, str, str, Any, Any, Any]]:
+    """(suite, scorer, key, baseline, candidate, delta) of a decision over all items (category 'all'): the
+    scores a release pins."""
+    return [tuple(r) for r in con.execute(
+        'SELECT suite, scorer, "key", baseline, candidate, delta FROM comparisons WHERE decision_id = ? '
+        "AND category = 'all' ORDER BY suite, scorer, \"key\"", [decision_id]).fetchall()]

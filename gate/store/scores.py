@@ -80,3 +80,61 @@ def finish_score_run(run_id: str, *, status: str, finished_at: datetime, items: 
         except Exception:
             con.execute("ROLLBACK").fetchall()
             raise
+
+
+# ---- reads: what `gate decide` pairs and a release pins --------------------------------------------------------
+
+def has_score_runs(con: Any) -> bool:
+    """Whether any `gate score` run was ever recorded in this file (its table exists)."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'score_runs'"
+                            ).fetchall()[0][0])
+
+
+def score_run_row(con: Any, run_id: str) -> dict[str, Any] | None:
+    """One run's row as stored (JSON columns as their text), or None (also when no run was ever recorded)."""
+    if not has_score_runs(con):
+        return None
+    cur = con.execute("SELECT * FROM score_runs WHERE run_id = ?", [run_id])
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    return dict(zip(cols, rows[0], strict=True)) if rows else None
+
+
+def newest_complete_comparison(con: Any, scorecard: str | None = None) -> str | None:
+    """The comparison id of the newest `gate score` run whose baseline and candidate both completed."""
+    rows = con.execute(
+        "SELECT comparison_id FROM score_runs WHERE status = 'complete' AND (? IS NULL OR scorecard = ?) "
+        "GROUP BY comparison_id HAVING count(DISTINCT role) = 2 ORDER BY max(started_at) DESC LIMIT 1",
+        [scorecard, scorecard]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def comparison_runs(con: Any, comparison: str) -> list[tuple[str, str]]:
+    """(role, run id) of one comparison's runs, oldest first."""
+    return [(r, i) for r, i in con.execute("SELECT role, run_id FROM score_runs WHERE comparison_id = ? "
+                                           "ORDER BY started_at", [comparison]).fetchall()]
+
+
+def run_items(con: Any, run_id: str) -> list[tuple[str, str, str, str]]:
+    """(suite, item id, category, prompt hash) of every item a run answered (epochs folded)."""
+    return [tuple(r) for r in con.execute("SELECT DISTINCT suite, item_id, category, prompt_hash FROM samples "
+                                          "WHERE run_id = ?", [run_id]).fetchall()]
+
+
+def run_item_values(con: Any, run_id: str) -> list[tuple[str, str, str, str, float | None]]:
+    """(suite, item id, scorer, key, value) per item: repeated epochs of one item are one paired unit, so the value
+    is their mean (epochs are not new items); the `error` key is not a metric."""
+    return [tuple(r) for r in con.execute(
+        'SELECT suite, item_id, scorer, "key", avg(value) FROM scores WHERE run_id = ? AND "key" <> \'error\' '
+        'GROUP BY ALL', [run_id]).fetchall()]
+
+
+def run_level_metrics(con: Any, run_id: str) -> list[dict[str, Any]]:
+    """The run's aggregated metrics rows (suite, category, scorer, key, n, mean, p50, p95, p99); [] before any."""
+    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'score_metrics'").fetchall()
+    if not has[0][0]:
+        return []
+    cur = con.execute('SELECT suite, category, scorer, "key", n, mean, p50, p95, p99 FROM score_metrics '
+                      "WHERE run_id = ?", [run_id])
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]

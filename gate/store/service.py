@@ -166,16 +166,22 @@ def insert_token(path: str | None, *, name: str, token_id: str, role: str, salt:
                     [name, token_id, role, salt, digest, now()]).fetchall()
 
 
-def find_token(path: str | None, token_id: str) -> dict[str, Any] | None:
-    with service_db(path, ddl=False) as con:
-        if not has_table(con, "tokens", path):
-            return None
-        rows = con.execute("SELECT name, role, salt, digest, revoked_at FROM tokens WHERE token_id = ?",
-                           [token_id]).fetchall()
+def token_by_id(con: Any, token_id: str) -> dict[str, Any] | None:
+    """A token's stored row on an open connection whose record has the tokens table (the service's check and the
+    dashboard's, which reads through its own read-only connection)."""
+    rows = con.execute("SELECT name, role, salt, digest, revoked_at FROM tokens WHERE token_id = ?",
+                       [token_id]).fetchall()
     if not rows:
         return None
     name, role, salt, digest, revoked_at = rows[0]
     return {"name": name, "role": role, "salt": salt, "digest": digest, "revoked": revoked_at is not None}
+
+
+def find_token(path: str | None, token_id: str) -> dict[str, Any] | None:
+    with service_db(path, ddl=False) as con:
+        if not has_table(con, "tokens", path):
+            return None
+        return token_by_id(con, token_id)
 
 
 def revoke_token(path: str | None, name: str) -> bool:
@@ -195,3 +201,64 @@ def list_tokens(path: str | None, *, read_only: bool = False) -> list[dict[str, 
         rows = con.execute("SELECT name, role, created_at, revoked_at FROM tokens ORDER BY created_at").fetchall()
     return [{"name": n, "role": r, "created_at": c.isoformat(), "revoked_at": v.isoformat() if v else None}
             for n, r, c, v in rows]
+
+
+# ---- the record as the HTTP API lists it ------------------------------------------------------------------------
+# Plain rows of the record's tables for the service's read routes: JSON columns decoded, timestamps as ISO strings,
+# an empty list while a table does not exist yet (nothing of that kind recorded so far).
+
+def _table_rows(path: str | None, table: str, sql: str, args: list[Any]) -> list[dict[str, Any]]:
+    with service_db(path, ddl=False) as con:
+        if not has_table(con, table, path):
+            return []
+        cur = con.execute(sql, args)
+        cols = [d[0] for d in cur.description]
+        types = [str(d[1]) for d in cur.description]
+        out = []
+        for row in cur.fetchall():
+            d: dict[str, Any] = {}
+            for c, t, v in zip(cols, types, row, strict=True):
+                if t == "JSON" and isinstance(v, str):
+                    v = json.loads(v)
+                elif hasattr(v, "isoformat"):
+                    v = v.isoformat()
+                d[c] = v
+            out.append(d)
+        return out
+
+
+def api_check_runs(path: str | None, limit: int) -> list[dict[str, Any]]:
+    """The newest `gate check` runs."""
+    return _table_rows(path, "runs", "SELECT run_id, started_at, seconds, dataset, dataset_fingerprint, "
+                       "contract_name, contract_version, verdict, exit_code, rows FROM runs WHERE kind = 'check' "
+                       "ORDER BY started_at DESC LIMIT ?", [limit])
+
+
+def api_check_run(path: str | None, run_id: str) -> dict[str, Any] | None:
+    """One run's id and verdict, or None when the record has no such run."""
+    rows = _table_rows(path, "runs", "SELECT run_id, verdict FROM runs WHERE run_id = ?", [run_id])
+    return rows[0] if rows else None
+
+
+def api_findings(path: str | None, run_id: str, limit: int) -> list[dict[str, Any]]:
+    """A run's findings as stored (snippets already redacted by the checks; the route masks them again)."""
+    return _table_rows(path, "findings", 'SELECT "check", split, "row", field, rule, severity, message, snippet, '
+                       'row_id FROM findings WHERE run_id = ? ORDER BY "check", split, "row" LIMIT ?', [run_id, limit])
+
+
+def api_score_runs(path: str | None, limit: int) -> list[dict[str, Any]]:
+    """The newest `gate score` runs (not their samples)."""
+    return _table_rows(path, "score_runs", "SELECT run_id, comparison_id, role, scorecard, scorecard_version, "
+                       "model, adapter, engine, started_at, finished_at, status, items, errors, cached "
+                       "FROM score_runs ORDER BY started_at DESC LIMIT ?", [limit])
+
+
+def api_decisions(path: str | None, limit: int) -> list[dict[str, Any]]:
+    """The newest decisions."""
+    return _table_rows(path, "decisions", "SELECT * FROM decisions ORDER BY created_at DESC LIMIT ?", [limit])
+
+
+def api_releases(path: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(every release oldest first, every move of "current" in order)."""
+    return (_table_rows(path, "releases", "SELECT * FROM releases ORDER BY created_at, release_id", []),
+            _table_rows(path, "release_pointer", "SELECT * FROM release_pointer ORDER BY seq", []))
