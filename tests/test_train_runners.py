@@ -89,6 +89,30 @@ def test_nemo_recipe_uses_the_chat_template_of_the_export(tmp_path):
     assert "chat_template" not in recipe(load_spec(ROOT / "trainspecs" / "glm5-lora-nemo.yaml"))["dataset"]
 
 
+def test_nemo_plan_warns_that_the_exports_template_variables_are_not_applied(tmp_path, tool_contract):
+    """A real `gate export --format nemo-automodel` under a contract with template variables records them in
+    MANIFEST.json (here keep_thinking -> clear_thinking: false); AutoModel 0.7's ChatDataset has no option for them,
+    so the plan says they are not applied (it said nothing, and training rendered the template's defaults)."""
+    from gate.contract.model import TokenizerRef
+    from gate.export import export_dataset
+    from tests.conftest import FIXTURES, write_jsonl
+
+    glm = TokenizerRef(str(FIXTURES.parent / "tokenizers" / "glm-tiny"))
+    row = {"id": "r1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [row])
+    for name, options in (("plain", {}), ("thinking", {"template": {"keep_thinking": True}})):
+        c = dataclasses.replace(tool_contract, check_options=options)
+        export_dataset(str(tmp_path / "ds"), "nemo-automodel", str(tmp_path / name), contract=c, tokenizer=glm)
+    runner = get_runner("nemo-automodel")
+    for name, warned in (("plain", False), ("thinking", True)):
+        spec = _spec(tmp_path, "glm5-lora-nemo.yaml", train_files=(str(tmp_path / name / "train.jsonl"),),
+                     val_files=())
+        notes = [n for n in runner.plan(spec, tmp_path / "plan").notes if "chat_template_kwargs" in n]
+        assert bool(notes) is warned, notes
+    (note,) = notes
+    assert '{"clear_thinking": false}' in note and "not applied" in note and str(tmp_path / "thinking") in note
+
+
 def test_nemo_multinode_plan_launches_torchrun_on_every_node(tmp_path):
     """16 nodes x 8 GPUs with ep 128: the `automodel` CLI only spawns one node's ranks (--nproc-per-node), so the
     plan's command is the per-node torchrun script, whose arguments torch's own torchrun parser accepts."""

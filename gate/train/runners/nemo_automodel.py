@@ -38,19 +38,48 @@ def _dataset(spec: TrainSpec, files: tuple[str, ...], split: str, tokenizer: dic
     return ds
 
 
-def _export_template(files: tuple[str, ...]) -> str | None:
-    """The chat template a `gate export --format nemo-automodel` wrote next to these rows (MANIFEST.json names it):
-    its rows carry tool-call arguments only this template renders under AutoModel, so the recipe must use it."""
+def _export_manifests(files: tuple[str, ...]) -> list[tuple[Path, dict[str, Any]]]:
+    """(manifest path, manifest) of each `gate export --format nemo-automodel` these rows come from, once each."""
     import json
 
-    found: dict[str, str] = {}
+    out: dict[Path, dict[str, Any]] = {}
     for f in files:
         manifest = Path(f).parent / "MANIFEST.json"
+        if manifest in out:
+            continue
         try:
             m = json.loads(manifest.read_text())
         except (OSError, ValueError):
             continue
-        ct = m.get("chat_template") if isinstance(m, dict) and m.get("format") == "nemo-automodel" else None
+        if isinstance(m, dict) and m.get("format") == "nemo-automodel":
+            out[manifest] = m
+    return list(out.items())
+
+
+def unapplied_template_kwargs(spec: TrainSpec) -> list[str]:
+    """Plan warnings for template variables the export recorded (the contract's `chat_template_kwargs`, e.g.
+    `enable_thinking: false`): AutoModel 0.7's ChatDataset has no such option and calls apply_chat_template without
+    them (its source, components/datasets/llm/chat_dataset.py), so training renders the template's defaults while
+    the contract, the template check and the scorecard used the variables. Said in the plan, not found later."""
+    import json
+
+    out = []
+    for manifest, m in _export_manifests(tuple(spec.train_files) + tuple(spec.val_files)):
+        kwargs = m.get("chat_template_kwargs")
+        if isinstance(kwargs, dict) and kwargs:
+            out.append(f"warning: the export's chat_template_kwargs {json.dumps(kwargs, sort_keys=True)} "
+                       f"({manifest}) are not applied: NeMo AutoModel 0.7's ChatDataset takes no template "
+                       "variables, so rows render with the template's defaults; bake them into the template "
+                       "(runner option chat_template) or train with ms-swift, which reads them per row")
+    return out
+
+
+def _export_template(files: tuple[str, ...]) -> str | None:
+    """The chat template a `gate export --format nemo-automodel` wrote next to these rows (MANIFEST.json names it):
+    its rows carry tool-call arguments only this template renders under AutoModel, so the recipe must use it."""
+    found: dict[str, str] = {}
+    for manifest, m in _export_manifests(files):
+        ct = m.get("chat_template")
         if isinstance(ct, dict) and isinstance(ct.get("file"), str):
             found[str(ct.get("sha256"))] = str((manifest.parent / ct["file"]).resolve())
     if len(found) > 1:
@@ -176,7 +205,8 @@ class NemoAutomodelRunner(Runner):
         files = {"automodel.yaml": text, "slurm.sub": slurm_script(spec, cfg_path),
                  "torchrun.sh": "#!/bin/bash\n# on every node: NODE_RANK and MASTER_ADDR set\nset -euo pipefail\n"
                                 + TORCHRUN_GUARD + torchrun_command(spec, cfg_path) + "\n"}
-        notes = [f"world size {par.world_size} = {par.nodes} node(s) x {par.gpus_per_node} GPU(s)"]
+        notes = [f"world size {par.world_size} = {par.nodes} node(s) x {par.gpus_per_node} GPU(s)",
+                 *unapplied_template_kwargs(spec)]
         if par.nodes > 1:
             # the `automodel` CLI spawns one node's worth of ranks: a 16-node recipe (ep 128) would never form
             notes.append("multi-node: run plan/torchrun.sh on every node (NODE_RANK, MASTER_ADDR), or sbatch "
