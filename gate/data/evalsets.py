@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from gate.errors import InputError
+from gate.io.rows import iter_jsonl
 
 PROMPT_FIELDS = ("prompt", "input", "question", "query", "text")
 
@@ -48,6 +47,7 @@ def item_text(obj: dict[str, Any]) -> str:
 
 
 def load_eval_items(paths: tuple[str, ...]) -> list[EvalItem]:
+    """Every item of the named JSONL files; a bad line is one InputError naming file and line (gate.io.rows)."""
     items: list[EvalItem] = []
     for path in paths:
         p = Path(path)
@@ -55,14 +55,6 @@ def load_eval_items(paths: tuple[str, ...]) -> list[EvalItem]:
             raw = p.read_bytes()
         except OSError as exc:
             raise InputError(f"evaluation set cannot be read ({exc.strerror})", file=str(p)) from None
-        for n, line in enumerate(raw.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                raise InputError("malformed JSON in evaluation set", file=str(p), line=n) from None
-            if not isinstance(obj, dict):
-                raise InputError("evaluation item is not a JSON object", file=str(p), line=n)
+        for n, obj in iter_jsonl(raw, str(p)):
             items.append(EvalItem(p.name, str(obj.get("id", f"line-{n}")), item_text(obj), item_prompt(obj)))
     return items

@@ -1,12 +1,16 @@
-"""Turning chunks into rows: strict JSON per line, one clear error per bad line.
+"""Turning JSON Lines into rows: strict JSON per line, one clear error per bad line naming file and line.
 
-Runs inside worker processes, so it only depends on the chunk it is given.
+The one JSONL reader of gate: dataset chunks (`parse_chunk`, inside worker processes, so it only depends on the
+chunk it is given), and every other JSONL file gate reads (scorecard suites, evaluation sets, production metrics,
+probe rows) through `iter_jsonl` / `iter_jsonl_file` / `parse_line`, so a bad line reads the same everywhere.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -15,6 +19,7 @@ from gate.errors import InputError
 from gate.io.dataset import Chunk
 
 Row = tuple[int, dict[str, Any]]  # (1-based line or row number, parsed object)
+BOM = b"\xef\xbb\xbf"
 
 
 def _explain_bad_line(line: bytes, file: str, line_no: int) -> InputError:
@@ -73,22 +78,49 @@ def _projected(chunk: Chunk, fields: tuple[str, ...]) -> list[Row] | None:
                 obj = decode(line)
                 row = {f: v for f in fields if (v := getattr(obj, f)) is not unset}
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                full = _strict_line(line, chunk.file, line_no)
+                full = parse_line(line, chunk.file, line_no)
                 row = {f: full[f] for f in fields if f in full}
             rows.append((line_no, row))
         line_no += 1
     return rows
 
 
-def _strict_line(line: bytes, file: str, line_no: int) -> dict[str, Any]:
-    """One line by the strict parser (orjson): the row, or the one-line error naming file and line."""
+def parse_line(line: bytes, file: str, line_no: int) -> dict[str, Any]:
+    """One line by the strict parser (orjson): the row, or the one-line error naming file and line.
+
+    A UTF-8 byte order mark before line 1 is dropped (editors on Windows write one; the dataset reader drops it
+    too). The caller skips blank lines."""
+    if line_no == 1 and line.startswith(BOM):
+        line = line[len(BOM):]
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:  # nesting beyond its limit too: explained as "nested too deeply"
         raise _explain_bad_line(line, file, line_no) from None
     if not isinstance(obj, dict):
-        raise InputError(f"row is {_kind(obj)}, expected a JSON object", file=file, line=line_no)
+        raise InputError(f"row is {_kind(obj)}: each line must be a JSON object", file=file, line=line_no)
     return obj
+
+
+def iter_jsonl(blob: bytes, file: str) -> Iterator[Row]:
+    """Every non-blank line of a whole JSONL file's bytes, as (1-based line number, object), parsed lazily: the
+    first bad line raises InputError naming `file` and its line."""
+    for line_no, line in enumerate(blob.split(b"\n"), 1):
+        if line.strip():
+            yield line_no, parse_line(line, file, line_no)
+
+
+def iter_jsonl_file(path: str | Path, *, what: str = "file") -> Iterator[Row]:
+    """`iter_jsonl` streamed from a file (for a caller that stops after a few rows of a large file); an unreadable
+    file is one InputError ("cannot read {what} (...)")."""
+    file = str(path)
+    try:
+        fh = open(path, "rb")  # closed by the with below; an open error gets its own message
+    except OSError as exc:
+        raise InputError(f"cannot read {what} ({exc.strerror or exc})", file=file) from None
+    with fh:
+        for line_no, line in enumerate(fh, 1):
+            if line.strip():
+                yield line_no, parse_line(line, file, line_no)
 
 
 def parse_chunk(chunk: Chunk, fields: tuple[str, ...] | None = None) -> list[Row]:
@@ -111,7 +143,7 @@ def parse_chunk(chunk: Chunk, fields: tuple[str, ...] | None = None) -> list[Row
     line_no = chunk.first_row
     for line in chunk.blob.split(b"\n"):  # type: ignore[union-attr]
         if line.strip():
-            rows.append((line_no, _strict_line(line, chunk.file, line_no)))
+            rows.append((line_no, parse_line(line, chunk.file, line_no)))
         line_no += 1
     return rows
 

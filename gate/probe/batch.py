@@ -13,6 +13,7 @@ from typing import Any
 
 from gate.demo.paths import ROOT  # the checkout, or the files the wheel ships (gate.demo.paths)
 from gate.errors import InputError
+from gate.io.rows import iter_jsonl_file
 
 DEFAULT_DATA = ROOT / "fixtures" / "datasets" / "tool-use-clean" / "train.jsonl"
 FALLBACK_TOKENIZER = ROOT / "fixtures" / "tokenizers" / "glm-tiny"
@@ -26,19 +27,12 @@ def read_rows(path: str | Path, n: int) -> list[dict[str, Any]]:
     if not p.is_file():
         raise InputError("dataset file not found", file=str(p))
     rows: list[dict[str, Any]] = []
-    with open(p, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON: {exc.msg}", file=str(p), line=i) from None
-            if not isinstance(row, dict) or not isinstance(row.get("messages"), list) or not row["messages"]:
-                raise InputError("expected an object with a non-empty list", file=str(p), line=i, field="messages")
-            rows.append(_normalise(row))
-            if len(rows) >= n:
-                break
+    for i, row in iter_jsonl_file(p, what="dataset file"):
+        if not isinstance(row.get("messages"), list) or not row["messages"]:
+            raise InputError("expected an object with a non-empty list", file=str(p), line=i, field="messages")
+        rows.append(_normalise(row))
+        if len(rows) >= n:
+            break
     if not rows:
         raise InputError("no rows", file=str(p))
     return rows

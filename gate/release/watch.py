@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gate.errors import GateError, InputError
+from gate.io.rows import parse_line
 
 _WINDOW = re.compile(r"^([1-9][0-9]*)(s|m|h|d)$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -85,14 +86,7 @@ def parse_row(raw: bytes, *, file: str, line: int) -> Sample | None:
     """One JSONL line -> Sample (None for a blank line); anything else is one InputError naming file:line: field."""
     if not raw.strip():
         return None
-    try:
-        row = json.loads(raw)
-    except UnicodeDecodeError:
-        raise InputError("row is not UTF-8", file=file, line=line) from None
-    except ValueError as exc:
-        raise InputError(f"malformed JSON: {exc.args[0].split(':')[0]}", file=file, line=line) from None
-    if not isinstance(row, dict):
-        raise InputError("a metrics row must be a JSON object", file=file, line=line)
+    row = parse_line(raw, file, line)
     metric = row.get("metric")
     if not isinstance(metric, str) or not metric.strip():
         raise InputError("missing or empty metric name", file=file, line=line, field="metric")

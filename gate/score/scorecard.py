@@ -19,6 +19,7 @@ from typing import Any
 from gate import yamlio
 from gate.contract.model import thaw
 from gate.errors import GateError, InputError
+from gate.io.rows import iter_jsonl
 from gate.score.meta import SCORECARD_SCHEMA
 from gate.score.scorers import KEYS
 from gate.score.types import Item
@@ -115,17 +116,7 @@ def load_suite(path: str | Path, name: str = "") -> Suite:
         raise InputError(f"cannot read suite ({exc.strerror or exc})", file=str(p)) from None
     items: list[Item] = []
     seen: dict[str, int] = {}
-    for no, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except UnicodeDecodeError:
-            raise InputError("row is not UTF-8", file=str(p), line=no) from None
-        except ValueError as exc:
-            raise InputError(f"malformed JSON: {exc.args[0].split(':')[0]}", file=str(p), line=no) from None
-        if not isinstance(row, dict):
-            raise InputError("a suite row must be a JSON object", file=str(p), line=no)
+    for no, row in iter_jsonl(raw, str(p)):
         rid = row.get("id")
         if not isinstance(rid, str) or not rid.strip():
             raise InputError("missing or empty id", file=str(p), line=no, field="id")
