@@ -11,85 +11,28 @@ browser without it is refused, and that the token never shows up in a page, a co
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+from tests.browser.conftest import ARTIFACTS, dashboard, log_in, tracked_page
 from tests.dashboard_seed import PLANTED, seed_small
-
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / ".cache" / "artifacts"
-CHROMIUM = os.environ.get("GATE_CHROMIUM", "/usr/bin/chromium")
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import httpx
-
     from gate.service.auth import create_token
 
-    db = str(tmp_path_factory.mktemp("dash") / "gate.duckdb")
+    tmp = tmp_path_factory.mktemp("dash")
+    db = str(tmp / "gate.duckdb")
     info = seed_small(db)
     tokens = {name: create_token(db, name, "viewer") for name in ("alice", "bob")}
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gate", "dashboard", "--db", db, "--host", "127.0.0.1",
-                             "--port", str(port)],
-                            cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            try:
-                if httpx.get(url + "/login", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read() if proc.stdout else ""
-                pytest.fail(f"dashboard server did not start: {out[-2000:]}")
-            time.sleep(0.2)
+    with dashboard(db, tmp / "server.log") as url:
         yield {"url": url, "db": db, "tokens": tokens, **info}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    output = proc.stdout.read() if proc.stdout else ""
+    output = (tmp / "server.log").read_text(encoding="utf-8")
     assert not any(t in output or t.split("_", 2)[2] in output for t in tokens.values()), "a token in the server log"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install 'finetune-gate[browser]'")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-def _log_in(pg, server, token: str) -> None:
-    """Through the form the server answers with when there is no session (it names where to go next)."""
-    pg.fill("#token", token)
-    with pg.expect_navigation():
-        pg.click("#login button[type=submit]")
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +42,7 @@ def session_state(browser, server):
     pg = ctx.new_page()
     refused = pg.goto(server["url"] + "/")
     assert refused.status == 401
-    _log_in(pg, server, server["tokens"]["alice"])
+    log_in(pg, server["tokens"]["alice"])
     assert pg.url == server["url"] + "/"
     (cookie,) = ctx.cookies()
     assert cookie["name"] == "gate_session" and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
@@ -110,14 +53,7 @@ def session_state(browser, server):
 
 @pytest.fixture
 def page(browser, server, session_state):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=session_state)
-    pg = ctx.new_page()
-    pg.requests_seen = []
-    pg.errors_seen = []
-    pg.on("request", lambda r: pg.requests_seen.append(r.url))
-    pg.on("pageerror", lambda e: pg.errors_seen.append(str(e)))
-    yield pg
-    ctx.close()
+    yield from tracked_page(browser, storage_state=session_state)
 
 
 def _only_local(page, server) -> None:
@@ -261,7 +197,7 @@ def test_without_login_every_page_and_asset_is_refused(browser, server):
         with pg.expect_navigation():
             pg.click("#login button[type=submit]")
         assert "unknown, wrong or revoked token" in pg.content() and not ctx.cookies()
-        _log_in(pg, server, server["tokens"]["alice"])
+        log_in(pg, server["tokens"]["alice"])
         assert pg.url == server["url"] + "/checks"  # back where the refused request was headed
         assert pg.locator("#check-runs tbody tr").count() == 1
         assert pg.evaluate("document.cookie") == ""
@@ -281,7 +217,7 @@ def test_revoking_the_token_ends_the_browser_session(browser, server):
     pg = ctx.new_page()
     try:
         pg.goto(server["url"] + "/checks")
-        _log_in(pg, server, server["tokens"]["bob"])
+        log_in(pg, server["tokens"]["bob"])
         assert pg.locator("#check-runs tbody tr").count() == 1
         assert revoke_token(server["db"], "bob")  # `gate token revoke bob`, while the dashboard runs
         resp = pg.reload()

@@ -8,77 +8,44 @@ that the page a reviewer opens works and draws from its own folder. Screenshots 
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser.test_dashboard_browser import ARTIFACTS, _free_port, _log_in, browser  # noqa: F401 (fixture)
+from tests.browser.conftest import ARTIFACTS, dashboard, log_in, tracked_page
 from tests.dashboard_seed import PLANTED, release_rows, seed_small
 from tests.leakscan import planted_values
 from tests.test_dashboard_items import CHANGED, N_ITEMS, SCORECARD, seed_items
 from tests.test_report_html import FIXTURES, checked_run
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 SUBSECOND = re.compile(r"\d:\d\d:\d\d|\.\d{3}")  # a tick that shows seconds or milliseconds
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    import httpx
-
     from gate.service.auth import create_token
 
-    db = str(tmp_path_factory.mktemp("evidence") / "gate.duckdb")
+    tmp = tmp_path_factory.mktemp("evidence")
+    db = str(tmp / "gate.duckdb")
     info = seed_small(db)
     items = seed_items(db)
     token = create_token(db, "carol", "viewer")
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gate", "dashboard", "--db", db, "--host", "127.0.0.1", "--port",
-                             str(port)], cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            try:
-                if httpx.get(url + "/login", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("dashboard server did not start")
-            time.sleep(0.2)
+    with dashboard(db, tmp / "server.log") as url:
         yield {"url": url, "db": db, "token": token, "items": items, **info}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture
-def page(browser: Any) -> Any:  # noqa: F811
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = ctx.new_page()
-    pg.requests_seen, pg.errors_seen = [], []
-    pg.on("request", lambda r: pg.requests_seen.append(r.url))
-    pg.on("pageerror", lambda e: pg.errors_seen.append(str(e)))
-    yield pg
-    ctx.close()
+def page(browser: Any) -> Any:
+    yield from tracked_page(browser)
 
 
 def _logged_in(page: Any, server: dict[str, Any], path: str) -> None:
     page.goto(server["url"] + path)
-    _log_in(page, server, server["token"])
+    log_in(page, server["token"])
     assert urlparse(page.url).path == path
 
 
