@@ -107,7 +107,7 @@ def report(db: str, release_id: str, **ctx: Any) -> str:
 
 def _quoted(text: Any, width: int = 2000) -> Any:
     """A prompt, an answer or an explanation as the page may show it: through the project's one value masker."""
-    from gate.report.redact import snippet
+    from gate.pii.redact import value_snippet as snippet
 
     return snippet(str(text), width) if text else text
 
@@ -196,7 +196,7 @@ def checks(db: str, **ctx: Any) -> str:
 
 def _check_run_context(db: str, run_id: str, check: str | None) -> dict[str, Any]:
     """The run, its findings and clusters (every quoted value masked again on the way out) and its length chart."""
-    from gate.report.redact import mask
+    from gate.pii.redact import mask_loose as mask
 
     with _record(db) as con:
         if con is None:

@@ -2,7 +2,7 @@
 
 Why it is the dashboard's own check-run page (gate/dashboard/pages.py `check_report`) rather than a second
 renderer: the static page and the live one must show the same evidence, redacted the same way (every quoted value
-goes through gate.report.redact on the way out). Like great-expectations' Data Docs, it is a folder: index.html plus
+goes through gate.pii.redact on the way out). Like great-expectations' Data Docs, it is a folder: index.html plus
 the plotly.min.js the plotly Python package bundles, written atomically (it appears whole or not at all).
 """
 

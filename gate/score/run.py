@@ -341,7 +341,7 @@ def _examples(outcome: ScoreOutcome) -> list[dict[str, Any]]:
 
 def _explanation(text: str, keep: set[str], width: int = 100) -> str:
     """The report's one-line explanation: masked like any quoted value, except the declared tool names."""
-    from gate.report.redact import snippet
+    from gate.pii.redact import value_snippet as snippet
     from gate.score.scorers.tools import mask_except
 
     text = " ".join(text.split())[: 4 * width]

@@ -222,7 +222,7 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
     @app.get("/checks/runs/{run_id}/findings", tags=["checks"])
     def findings(run_id: str, _: Reader, limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
         """Findings of one check run; snippets and messages are masked again on the way out."""
-        from gate.report.redact import mask
+        from gate.pii.redact import mask_loose as mask
 
         run = store.api_check_run(cfg.db, run_id)
         if run is None:

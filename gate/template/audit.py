@@ -465,7 +465,7 @@ def _visible(content: Any) -> str:
 
 
 def _error_text(exc: BaseException) -> str:
-    from gate.report.redact import mask
+    from gate.pii.redact import mask_loose as mask
 
     msg = " ".join(str(exc).split())[:240]
     return f"{type(exc).__name__}: {mask(msg)}" if msg else type(exc).__name__

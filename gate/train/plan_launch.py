@@ -82,7 +82,7 @@ def _progress(total: int) -> Any:
 def launch(spec: TrainSpec, runner: Runner, *, db: str | None = None, record: bool = True) -> TrainResult:
     """Runs the plan to completion; raises TrainFailed (exit 1) with the log tail when the trainer fails."""
     from gate import __version__
-    from gate.report.redact import mask
+    from gate.pii.redact import mask_loose as mask
     from gate.store.train import add_metrics, begin_train_run, finish_train_run
     from gate.train.logmask import mask_log_line
     from gate.train.manifest import build_manifest, write_manifest

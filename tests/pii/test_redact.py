@@ -178,13 +178,30 @@ def test_snippet_masks_what_the_scan_did_not_report() -> None:
 
 
 def test_value_snippet_is_the_one_report_snippet() -> None:
-    from gate.report import redact as report_redact
-
-    assert report_redact.snippet is value_snippet and report_redact.mask is mask_loose
     assert value_snippet("my name is jane doe and josé from zürich, Li Wu", words=True) == (
         "m* n*** i* j*** d** a** j*** f*** z***, L*** W***")
     long = "x " * 200 + "write to jane.doe@example.com now"
     assert "jane" not in value_snippet(long, 80) and value_snippet(long, 80).endswith("…")
+
+
+def test_gate_pii_redact_is_the_only_module_that_defines_or_renames_a_masker() -> None:
+    """One redaction module: a second one (gate.report.redact once held its own weaker snippet, then aliases) lets
+    a value be masked two ways. No module but gate.pii.redact defines a snippet/mask function or re-exports one."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    offenders = []
+    for path in (ROOT / "gate").rglob("*.py"):
+        if path == ROOT / "gate" / "pii" / "redact.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = [node.name] if isinstance(node, ast.FunctionDef) else [
+                t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
+                          if n.lstrip("_") in ("snippet", "mask", "value_snippet", "mask_loose", "mask_context")]
+    assert offenders == []
+    assert not (ROOT / "gate" / "report" / "redact.py").exists()
 
 
 def test_recall_spans_find_what_the_default_scan_leaves_out(ner_cfg: PiiConfig) -> None:

@@ -23,7 +23,7 @@ from gate.contract.meta import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.text import normalize
 from gate.errors import GateError
-from gate.report.redact import snippet
+from gate.pii.redact import value_snippet as snippet
 
 _SPLIT = {"line": re.compile(r"\n+"), "sentence": re.compile(r"(?<=[.!?])\s+|\n+")}
 # A row is dominated when repeated segments cover more than `max_row_share` of its assistant text and at

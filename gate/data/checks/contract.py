@@ -24,7 +24,7 @@ from gate.contract.model import Contract, thaw
 from gate.contract.rows import fast_row_check, row_schema
 from gate.data.base import Batch, Check, Finding
 from gate.data.text import message_text
-from gate.report.redact import snippet
+from gate.pii.redact import value_snippet as snippet
 
 _SAFE_TOKEN = re.compile(r"[A-Za-z0-9_.:\-]{1,32}")
 

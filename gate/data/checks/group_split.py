@@ -17,7 +17,7 @@ from gate.contract import Contract
 from gate.contract.meta import NO_OPTIONS
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.groups import group_of
-from gate.report.redact import snippet
+from gate.pii.redact import value_snippet as snippet
 
 
 class GroupSplitCheck(Check):

@@ -163,7 +163,7 @@ def gold_problems(tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | Non
             errs = [e for e in v.iter_errors({**base, k: val}) if list(e.absolute_path)[:1] == [k]
                     or (e.validator in ("additionalProperties", "unevaluatedProperties") and repr(k) in e.message)]
             if errs:
-                from gate.report.redact import snippet
+                from gate.pii.redact import value_snippet as snippet
 
                 out.append((field, f"{snippet(val, 40)} for {declared}.{k} can never match: "
                                    f"{errs[0].message[:120]}"))
