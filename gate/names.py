@@ -1,16 +1,9 @@
-"""Stable check names: reports, FAULTS.json, thresholds and dashboards all key on these strings."""
+"""Stable check names: reports, FAULTS.json, thresholds and dashboards all key on these strings.
 
-CHECK_NAMES: tuple[str, ...] = (
-    "contract",
-    "exact_duplicate",
-    "near_duplicate",
-    "semantic_duplicate",
-    "pii",
-    "secret",
-    "leakage",
-    "contamination",
-    "group_split",
-    "template",
-    "length",
-    "boilerplate",
-)
+They come from the check registry (gate.plugins: each check declares its name and `order` in its own file, a
+third-party one through the `gate.checks` entry points), read from the declarations without importing a check.
+"""
+
+from gate.plugins import declarations
+
+CHECK_NAMES: tuple[str, ...] = tuple(d.name for d in declarations("check"))

@@ -86,12 +86,27 @@ class Check(ABC):
     #: the JSON Schema of the check's `checks.<name>` section (gate.contract.meta.check_options); every check
     #: declares one, next to the code that reads the options, and the contract loader validates against it
     options_schema: ClassVar[dict[str, Any]]
+    #: where the check runs and appears in reports, lowest first (third-party checks: after the built-in ones)
+    order: ClassVar[int] = 10_000
+    #: what `gate check --base` (gate.index.incremental) does with it: "per_row" (runs on the changed rows;
+    #: findings on them kept), "against_index" (runs on the changed rows and the index rows that can share a
+    #: finding with them; it defines `incremental_result`) or "full" (skipped: a dataset-level check)
+    incremental: ClassVar[str] = "full"
+    #: the rules whose findings a per-row check keeps in an incremental run even off the changed rows (they
+    #: report a changed row's clash with an unchanged one, e.g. the contract's `field.unique`)
+    incremental_keeps: ClassVar[tuple[str, ...]] = ()
+    #: the optional Finding fields (EVIDENCE_FIELDS) the check fills; reports and the record may rely on no others
+    finding_fields: ClassVar[tuple[str, ...]] = ()
     #: the names of every check of this run, set by the runner; None when unknown (a check then assumes it runs
     #: alone: it never leaves a finding to another check that may not be running)
     peers: frozenset[str] | None = None
+    #: what the checks of one run share (e.g. the MinHash clustering of near_duplicate and leakage); set by
+    #: `gate.data.registry.instantiate`. A fresh one per run: nothing is shared between runs through modules
+    context: RunContext
 
     def __init__(self, contract: Contract) -> None:
         self.contract = contract
+        self.context = RunContext()
         self.counts: Counter[str] = Counter()
         self.findings: list[Finding] = []
         self.seconds = 0.0
@@ -138,6 +153,40 @@ class Check(ABC):
 
     def details(self) -> dict[str, Any]:
         return {}
+
+    def incremental_result(self, view: IncrementalView) -> CheckResult:
+        """The result of an incremental run (`incremental = "per_row"`): the findings on changed rows (and
+        `incremental_keeps` rules), counted over the changed rows. An "against_index" check overrides this."""
+        if self.incremental != "per_row":
+            raise NotImplementedError(f"{self.name}: an '{self.incremental}' check defines incremental_result")
+        keeps = set(self.incremental_keeps)
+        self.findings = [f for f in self.findings if (f.split, f.row) in view.changed or f.rule in keeps]
+        self.counts["changed_rows"] = self.counts["scanned"] = len(view.changed)  # this run, not the dataset
+        return self.result()
+
+
+@dataclass
+class RunContext:
+    """Per-run state the checks of one run share, passed in rather than kept in module globals; `cache` is keyed
+    by what the value is derived from (e.g. the clustering's inputs), so two checks asking the same get one."""
+
+    cache: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IncrementalView:
+    """What an incremental run (gate.index.incremental) tells each check to filter its findings by."""
+
+    changed: frozenset[tuple[str, int]]  # (split, line) of the changed rows
+    total_rows: int  # lines of the whole dataset now
+    splits: tuple[str, ...]  # every split of the dataset (the checked subset may lack some)
+    members: frozenset[tuple[str, int]] = frozenset()  # rows of near-duplicate clusters holding a changed row
+    text_of: dict[tuple[str, int], bytes] = field(default_factory=dict)  # normalised text digest per parsed row
+
+
+#: Finding fields beyond check/split/row/field/rule/severity/message/snippet/row_id that a check may fill
+#: (declared per check in `finding_fields`); `novelty` is set by gate.data.novelty, never by a check
+EVIDENCE_FIELDS = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")
 
 
 def _finding_order(f: Finding) -> tuple[Any, ...]:

@@ -58,24 +58,25 @@ class Clustering:
     digests: list[bytes]  # exact (normalised) text digests, to leave exact copies to exact_duplicate
 
 
-_MEMO: dict[str, Clustering] = {}
-
-
 def cluster(texts: list[str], keys: list[tuple[int, int]], splits: list[str], ids: list[str | None],
             digests: list[bytes], contract: Contract,
-            signatures: Any = None) -> Clustering:
+            signatures: Any = None, cache: dict[str, Any] | None = None) -> Clustering:
+    """Clusters the rows; `cache` is the run's shared context (gate.data.base.RunContext): the second of
+    near_duplicate and leakage asking for the same rows gets the first one's clustering. No module memo: two
+    runs in one process (the service, tests) share nothing."""
     from gate.dedup import find_near_duplicates
 
     config = neardup_config(contract)  # once per dataset
     h = hashlib.blake2b(str(config).encode(), digest_size=16)
     h.update(b"".join(digests))  # 16 bytes each: the join is unambiguous
     h.update(np.asarray(keys, dtype=np.int64).tobytes())
-    memo_key = h.hexdigest()
-    if memo_key not in _MEMO:
-        _MEMO.clear()  # one dataset at a time: the memo only spares the second of the two checks
-        _MEMO[memo_key] = Clustering(find_near_duplicates(texts, keys, config, signatures), keys, splits, ids,
-                                     digests)
-    return _MEMO[memo_key]
+    memo_key = f"neardup.cluster:{h.hexdigest()}"
+    found = cache.get(memo_key) if cache is not None else None
+    if found is None:
+        found = Clustering(find_near_duplicates(texts, keys, config, signatures), keys, splits, ids, digests)
+        if cache is not None:
+            cache[memo_key] = found
+    return found
 
 
 def exact_pair_jaccard(a: str, b: str, config: Any) -> float:

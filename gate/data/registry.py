@@ -1,34 +1,41 @@
-"""Which checks exist, in the order they run and appear in reports."""
+"""Which checks exist, in the order they run and appear in reports: the ones that declare themselves in
+gate/data/checks/*.py and those of installed packages (entry-point group `gate.checks`), by their `order`.
+
+Nothing here lists a check (gate.plugins finds them); `instantiate` builds the checks of one run, sharing one
+fresh RunContext and telling each its peers.
+"""
 
 from __future__ import annotations
 
-from gate.data.base import Check
-from gate.data.checks.boilerplate import BoilerplateCheck
-from gate.data.checks.contamination import ContaminationCheck
-from gate.data.checks.contract import ContractCheck
-from gate.data.checks.exact_duplicate import ExactDuplicateCheck
-from gate.data.checks.group_split import GroupSplitCheck
-from gate.data.checks.length import LengthCheck
-from gate.data.checks.near_duplicate import LeakageCheck, NearDuplicateCheck
-from gate.data.checks.pii import PiiCheck, SecretCheck
-from gate.data.checks.semantic_duplicate import SemanticDuplicateCheck
-from gate.data.checks.template import TemplateCheck
+from gate.contract import Contract
+from gate.data.base import Check, RunContext
+from gate.errors import GateError
+from gate.plugins import Registry
 
-CHECKS: dict[str, type[Check]] = {
-    "contract": ContractCheck,
-    "exact_duplicate": ExactDuplicateCheck,
-    "near_duplicate": NearDuplicateCheck,
-    "semantic_duplicate": SemanticDuplicateCheck,
-    "leakage": LeakageCheck,
-    "pii": PiiCheck,
-    "secret": SecretCheck,
-    "contamination": ContaminationCheck,
-    "group_split": GroupSplitCheck,
-    "template": TemplateCheck,
-    "length": LengthCheck,
-    "boilerplate": BoilerplateCheck,
-}
+#: name -> check class, in run order; iterating reads declarations only, `CHECKS[name]` imports the class
+CHECKS: Registry = Registry("check")
 
 
 def available() -> list[str]:
     return list(CHECKS)
+
+
+def resolve(names: list[str] | None) -> list[str]:
+    """The checks to run: `names` as given (default: every registered check); an unknown name is a GateError."""
+    names = names or list(CHECKS)
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise GateError(f"unknown check(s): {', '.join(unknown)} (available: {', '.join(CHECKS)})")
+    return names
+
+
+def instantiate(names: list[str], contract: Contract) -> list[Check]:
+    """One run's checks: each knows the run's check names (`peers`) and shares the run's context."""
+    context = RunContext()
+    out = []
+    for n in names:
+        check = CHECKS[n](contract)
+        check.peers = frozenset(names)
+        check.context = context
+        out.append(check)
+    return out

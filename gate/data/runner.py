@@ -24,8 +24,7 @@ from gate.contract import Contract
 from gate.data.base import CheckResult
 from gate.data.mapper import MapResult, init_worker, map_chunk, projection
 from gate.data.ray_engine import map_chunks
-from gate.data.registry import CHECKS
-from gate.errors import GateError
+from gate.data.registry import instantiate, resolve
 from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
 
 SMALL_INPUT_BYTES = 8 << 20
@@ -82,13 +81,8 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     sources = discover(dataset)
-    names = checks or list(CHECKS)
-    unknown = [n for n in names if n not in CHECKS]
-    if unknown:
-        raise GateError(f"unknown check(s): {', '.join(unknown)} (available: {', '.join(CHECKS)})")
-    instances = [CHECKS[n](contract) for n in names]
-    for inst in instances:
-        inst.peers = frozenset(names)
+    names = resolve(checks)
+    instances = instantiate(names, contract)  # one run: its peers and one shared context (no module state)
     total_bytes = sum(s.path.stat().st_size if s.path.is_file() else 0 for s in sources)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     if total_bytes < min_parallel_bytes:  # forking workers costs more than it saves on small inputs

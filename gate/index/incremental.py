@@ -23,7 +23,6 @@ import multiprocessing as mp
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,11 +31,10 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
-from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.base import Batch, Check, CheckResult, IncrementalView
 from gate.data.neardup import neardup_config
-from gate.data.registry import CHECKS
+from gate.data.registry import CHECKS, instantiate, resolve
 from gate.data.runner import CheckRun
-from gate.errors import GateError
 from gate.index import store
 from gate.index.features import features, parse_rows, unique_fields
 from gate.index.lines import (
@@ -52,10 +50,10 @@ from gate.index.lines import (
 )
 from gate.io.dataset import SplitStats, discover
 
-PER_ROW = ("contract", "pii", "secret", "template", "length")
-AGAINST_INDEX = ("exact_duplicate", "near_duplicate", "leakage")
 PARALLEL_MIN_ROWS = 512  # below this, forking workers costs more than the checks
-_TASK_CHECKS: list[Check] = []
+_Rows = list[tuple[int, dict[str, Any]]]
+_Task = tuple[str, str, _Rows]
+_WORKER_CHECKS: list[Check] = []  # set in each forked worker by its initializer only; the parent never sets it
 
 
 @dataclass
@@ -115,27 +113,30 @@ def _split_column(column: Any) -> np.ndarray:
     return names[enc.indices.to_numpy().astype(np.int64)]  # a split name is never null
 
 
-def _map_task(task: tuple[str, str, list[tuple[int, dict[str, Any]]]]) -> list[Any]:
+def _map_task(task: _Task, checks: list[Check] | None = None) -> list[Any]:
     split, file, rows = task
     batch = Batch(split, file, rows)
-    return [c.map(batch) for c in _TASK_CHECKS]
+    return [c.map(batch) for c in (_WORKER_CHECKS if checks is None else checks)]
 
 
-def _run(instances: list[Check], batches: list[tuple[str, str, list[tuple[int, dict[str, Any]]]]],
-         workers: int) -> None:
+def _init_worker(checks: list[Check]) -> None:
+    """Runs in each forked worker (its arguments are inherited, not pickled)."""
+    global _WORKER_CHECKS
+    _WORKER_CHECKS = checks
+
+
+def _run(instances: list[Check], batches: list[_Task], workers: int) -> None:
     """Map/reduce/finish of unchanged checks over selected rows (in split and line order), forked like the runner."""
-    global _TASK_CHECKS
     if not instances:
         return
-    _TASK_CHECKS = instances
     tasks = [(s, f, rows[i:i + 256]) for s, f, rows in batches for i in range(0, len(rows), 256)]
     n_rows = sum(len(r) for _, _, r in batches)
     if workers > 1 and n_rows >= PARALLEL_MIN_ROWS:
         # one row mapped here first loads the engines (spaCy, validators, tokenizer) once: the forked workers
         # inherit them instead of each loading its own; map must not touch what reduce relies on, so it is free
         first = next(t for t in tasks if t[2])
-        _map_task((first[0], first[1], first[2][:1]))
-        with mp.get_context("fork").Pool(workers) as pool:
+        _map_task((first[0], first[1], first[2][:1]), instances)
+        with mp.get_context("fork").Pool(workers, initializer=_init_worker, initargs=(instances,)) as pool:
             # started only after the fork, as in the runner: forking while a thread imports is unsafe
             warm = threading.Thread(target=lambda: [c.warm_up() for c in instances], daemon=True)
             warm.start()
@@ -145,22 +146,44 @@ def _run(instances: list[Check], batches: list[tuple[str, str, list[tuple[int, d
             warm.join()
     else:
         for t in tasks:
-            for c, p in zip(instances, _map_task(t), strict=True):
+            for c, p in zip(instances, _map_task(t, instances), strict=True):
                 c.reduce(p)
     for c in instances:
         c.timed_finish()
 
 
-def _skipped(name: str, contract: Contract, why: str) -> CheckResult:
-    check = CHECKS[name]
-    return CheckResult(name, check.version, "skipped", {"scanned": 0}, [], 0.0, why)
+class _Clock:
+    """Wall and CPU seconds per phase (`timings` of the CheckRun): CPU counts this process and its reaped workers,
+    because on a shared machine wall time hides the work."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.timings: dict[str, float] = {}
+        self._since = (self.t0, self._cpu())
+
+    @staticmethod
+    def _cpu() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def lap(self, name: str) -> None:
+        now, c = time.perf_counter(), self._cpu()
+        self.timings[name] = round(now - self._since[0], 4)
+        self.timings[f"cpu.{name}"] = round(c - self._since[1], 3)
+        self._since = (now, c)
 
 
-def _result(check: Check, keep: Callable[[Finding], bool], counts: dict[str, int]) -> CheckResult:
-    check.findings = [f for f in check.findings if keep(f)]
-    for k, v in counts.items():  # set, not add: these counts describe the incremental run
-        check.counts[k] = v
-    return check.result()
+@dataclass
+class _Query:
+    """The query rows (changed, or new to the index), parsed with the index's features, and what of the index can
+    share a finding with them: per split, the row digests of candidate rows and their groups (`closure`), and of
+    rows holding a changed row's unique-field value (`collide`)."""
+
+    rows: dict[str, _Rows]
+    pos: dict[str, np.ndarray]
+    features: Any  # gate.index.features.Features of the query rows, in split order
+    closure: dict[str, list[np.ndarray]]
+    collide: dict[str, list[np.ndarray]]
 
 
 def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: str | None = None,
@@ -168,41 +191,73 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
                     update_index: bool = True) -> CheckRun:
     """The incremental check; returns a CheckRun like a full check (reports, record and exit code work as usual)."""
     started = datetime.now(UTC)
-    t0 = time.perf_counter()
-    timings: dict[str, float] = {}
-
-    def cpu() -> float:
-        t = os.times()  # this process and its reaped workers: on a shared machine wall time hides the work
-        return t.user + t.system + t.children_user + t.children_system
-
-    def lap(name: str, since: list[float] = [t0, cpu()]) -> None:  # noqa: B006 - a closure's running clocks
-        now, c = time.perf_counter(), cpu()
-        timings[name] = round(now - since[0], 4)
-        timings[f"cpu.{name}"] = round(c - since[1], 3)
-        since[0], since[1] = now, c
-
-    names = checks or list(CHECKS)
-    unknown = [n for n in names if n not in CHECKS]
-    if unknown:
-        raise GateError(f"unknown check(s): {', '.join(unknown)} (available: {', '.join(CHECKS)})")
+    clock = _Clock()
+    names = resolve(checks)
     n_workers = workers or os.cpu_count() or 1
     config = neardup_config(contract)
     sources = discover(dataset)
     repo = repo_root(Path(dataset).resolve())
     commit = resolve_ref(repo, base)
+    idx_dir, manifest, built_now = _open_index(dataset, contract, config, index_dir, n_workers, clock)
+    splits, diff_paths = _diff(sources, repo, commit)
+    clock.lap("diff")
+    query = _query_index(idx_dir, manifest, contract, config, splits, "contract" in names, clock)
+    _release_arrow_memory()  # the index columns are gone: freed before the checks fork their workers
+    clock.lap("index_query")
+
+    parsed, dedup_sel, contract_sel = _parse_selected(splits, query)
+    changed = frozenset((sp.name, int(ln)) for sp in splits for ln in sp.table.lines[sp.changed].tolist())
+    instances = {c.name: c for c in instantiate([n for n in names if CHECKS[n].incremental != "full"], contract)}
+    # one pass for every per-row check: the contract's rows (changed + unique-value collisions) are a superset
+    per_row = [c for c in instances.values() if c.incremental == "per_row"]
+    _run(per_row, _batches(splits, parsed, contract_sel if "contract" in instances
+                           else {sp.name: sp.changed for sp in splits}), n_workers)
+    clock.lap("per_row_checks")
+    dedup = [c for c in instances.values() if c.incremental == "against_index"]
+    _run(dedup, _batches(splits, parsed, dedup_sel), n_workers)
+    clock.lap("dedup_checks")
+
+    members, new_clusters = _relevant_clusters(instances, changed)
+    view = IncrementalView(changed, sum(len(sp.table) for sp in splits), tuple(sp.name for sp in splits),
+                           frozenset(members), _text_digests(parsed, contract) if "exact_duplicate" in instances
+                           else {})
+    results = [instances[n].incremental_result(view) if n in instances
+               else _skipped(n, "runs in full checks only (not incremental)") for n in names]
+    clock.lap("filter")
+
+    options: dict[str, Any] = {"checks": names, "workers": n_workers, "base": base, "base_commit": commit,
+                               "index": str(idx_dir), "changed_rows": len(changed),
+                               "query_rows": int(sum(int(sp.query.sum()) for sp in splits)),
+                               "parsed_rows": len(parsed), "index_rows": int(manifest["rows"]),
+                               "index_built_now": built_now, "diff": diff_paths}
+    if update_index and dedup:
+        options["index_rows_added"] = _update_index(idx_dir, contract, config, splits, query.pos, query.features,
+                                                    new_clusters)
+        clock.lap("index_update")
+    return _check_run(dataset, contract, sources, splits, results, started, clock, options)
+
+
+def _open_index(dataset: str, contract: Contract, config: Any, index_dir: str | None, workers: int,
+                clock: _Clock) -> tuple[Path, dict[str, Any], bool]:
+    """The index directory and its manifest, built now on first use (the dataset as it is, its changed rows
+    included: harmless); refuses an index built under other dedup options."""
     idx_dir = Path(index_dir) if index_dir else store.default_dir(dataset)
     manifest = store.read_manifest(idx_dir)
     built_now = False
-    if manifest is None:  # first use: index the dataset as it is now (its changed rows included: harmless)
+    if manifest is None:
         from gate.index.build import build_index
 
-        build_index(dataset, contract, str(idx_dir), workers=n_workers)
+        build_index(dataset, contract, str(idx_dir), workers=workers)
         manifest = store.read_manifest(idx_dir)
         built_now = True
-        lap("index_build")
+        clock.lap("index_build")
     assert manifest is not None
     store.check_compatible(manifest, store.compat_key(contract, config), idx_dir)
+    return idx_dir, manifest, built_now
 
+
+def _diff(sources: list[Any], repo: Path, commit: str) -> tuple[list[_Split], dict[str, str]]:
+    """Each split's lines as digests, and which of them changed since `commit` (with the method used)."""
     splits: list[_Split] = []
     diff_paths: dict[str, str] = {}
     for src in sources:
@@ -218,8 +273,13 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
             mask = (_isin(table.lines, by_git) if by_git is not None
                     else changed_mask(table, lines_at(repo, commit, src)))
         splits.append(_Split(src.split, src.display, table, table.digest_array, mask, np.zeros(0, bool)))
-    lap("diff")
+    return splits, diff_paths
 
+
+def _query_index(idx_dir: Path, manifest: dict[str, Any], contract: Contract, config: Any, splits: list[_Split],
+                 with_unique: bool, clock: _Clock) -> _Query:
+    """Loads the index, marks each split's query rows (`sp.query`), parses them, and finds the index rows that can
+    share a finding with them. The index columns are local: gone when this returns."""
     ufields = unique_fields(contract)
     bands = int(manifest["bands"])
     cols = ["split", "row_digest", "text_digest", *[f"u:{f}" for f in ufields], *[f"b{b}" for b in range(bands)]]
@@ -227,26 +287,36 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     ent_split = _split_column(ent.column("split"))
     ent_row = store.digest_array(ent.column("row_digest"))
     ent_text = store.digest_array(ent.column("text_digest"))
-    lap("index_load")
+    clock.lap("index_load")
 
     for sp in splits:
         in_index = _isin16(sp.digests, ent_row[ent_split == sp.name])
         sp.query = sp.changed | ~in_index
     # the query rows: parsed, with the same features the index holds
-    q_rows: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    q_rows: dict[str, _Rows] = {}
     q_pos: dict[str, np.ndarray] = {}
     for sp in splits:
         pos = np.flatnonzero(sp.query)
         q_pos[sp.name] = pos
         q_rows[sp.name] = parse_rows(sp.file, [(int(sp.table.lines[k]), sp.table.line_bytes(k)) for k in pos])
-    flat = [r for sp in splits for _, r in q_rows[sp.name]]
-    qf = features(flat, contract, config)
-    lap("parse_changed")
+    qf = features([r for sp in splits for _, r in q_rows[sp.name]], contract, config)
+    clock.lap("parse_changed")
 
     # index entries that can share a finding with a query row
     cand = _isin16(ent_text, _s16(qf.text_digests))  # the few query digests against every entry
     for b in range(bands):
         cand |= _isin(ent.column(f"b{b}").to_numpy(), qf.bands[:, b])
+    closure = _closure(idx_dir, manifest, ent_split, ent_row, cand)
+    collide: dict[str, list[np.ndarray]] = {}
+    if ufields and with_unique:
+        changed_flat = np.concatenate([sp.changed[q_pos[sp.name]] for sp in splits]) if splits else np.zeros(0, bool)
+        collide = _unique_collisions(ent, ent_split, ent_row, ufields, qf, changed_flat)
+    return _Query(q_rows, q_pos, qf, closure, collide)
+
+
+def _closure(idx_dir: Path, manifest: dict[str, Any], ent_split: np.ndarray, ent_row: np.ndarray,
+             cand: np.ndarray) -> dict[str, list[np.ndarray]]:
+    """Per split, the row digests of the candidate entries and of every row ever in one group with one of them."""
     groups = store.load_groups(idx_dir, manifest)
     g_split = groups.column("split").to_pylist()
     g_row = store.digest_array(groups.column("row_digest"))
@@ -261,132 +331,83 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     for s in {g_split[k] for k in np.flatnonzero(in_hit).tolist()}:
         sel = in_hit & (np.asarray(g_split, dtype=object) == s)
         closure.setdefault(s, []).append(g_row[sel])
-    # unique-field values of changed rows that the index already holds elsewhere (the contract's `unique`)
-    changed_flat = np.concatenate([sp.changed[q_pos[sp.name]] for sp in splits]) if splits else np.zeros(0, bool)
-    collide: dict[str, list[np.ndarray]] = {}
-    if ufields and "contract" in names:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    return closure
 
-        for f in ufields:
-            values = [v for v, c in zip(qf.uniques[f], changed_flat.tolist(), strict=True) if c and v is not None]
-            if not values:
-                continue
-            hit = pc.is_in(ent.column(f"u:{f}"), value_set=pa.array(values, pa.string())).to_numpy(
-                zero_copy_only=False)
-            hit = np.asarray(hit, dtype=bool)
-            for s in {*ent_split[hit].tolist()}:
-                collide.setdefault(s, []).append(ent_row[hit & (ent_split == s)])
-    # nothing of the index is needed past this point: freed before the per-row checks fork their workers, and
-    # Arrow's allocator told to return the pages (it keeps them for reuse; each forked worker's RSS would count
-    # them: 1248 -> 1049 MB peak at 250k rows)
-    del ent, ent_split, ent_row, ent_text, groups, g_split, g_row, g_id, cand, in_hit, cand_keys
+
+def _unique_collisions(ent: Any, ent_split: np.ndarray, ent_row: np.ndarray, ufields: list[str], qf: Any,
+                       changed_flat: np.ndarray) -> dict[str, list[np.ndarray]]:
+    """Per split, the row digests of index rows holding a changed row's value of a `unique` field."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    collide: dict[str, list[np.ndarray]] = {}
+    for f in ufields:
+        values = [v for v, c in zip(qf.uniques[f], changed_flat.tolist(), strict=True) if c and v is not None]
+        if not values:
+            continue
+        hit = pc.is_in(ent.column(f"u:{f}"), value_set=pa.array(values, pa.string())).to_numpy(zero_copy_only=False)
+        hit = np.asarray(hit, dtype=bool)
+        for s in {*ent_split[hit].tolist()}:
+            collide.setdefault(s, []).append(ent_row[hit & (ent_split == s)])
+    return collide
+
+
+def _release_arrow_memory() -> None:
+    """Arrow's allocator keeps freed pages for reuse; each forked worker's RSS would count them (1248 -> 1049 MB
+    peak at 250k rows once returned)."""
     import gc
 
     import pyarrow as pa
 
     gc.collect()
     pa.default_memory_pool().release_unused()
-    lap("index_query")
 
-    # current lines behind those entries, and the row subsets each family of checks runs on
+
+def _parse_selected(splits: list[_Split], query: _Query
+                    ) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The current lines behind the index hits, parsed, and the row subsets each family of checks runs on:
+    the dedup checks (query rows + their closure) and the contract (changed rows + unique-value collisions)."""
     dedup_sel: dict[str, np.ndarray] = {}
     contract_sel: dict[str, np.ndarray] = {}
     for sp in splits:
-        want = np.concatenate(closure.get(sp.name, [np.zeros(0, "S16")]))
+        want = np.concatenate(query.closure.get(sp.name, [np.zeros(0, "S16")]))
         dedup_sel[sp.name] = sp.query | _isin16(sp.digests, want)
-        want = np.concatenate(collide.get(sp.name, [np.zeros(0, "S16")]))
+        want = np.concatenate(query.collide.get(sp.name, [np.zeros(0, "S16")]))
         contract_sel[sp.name] = sp.changed | _isin16(sp.digests, want)
     parsed: dict[tuple[str, int], dict[str, Any]] = {}
     for sp in splits:
-        for line, row in q_rows[sp.name]:
+        for line, row in query.rows[sp.name]:
             parsed[(sp.name, line)] = row
         extra = np.flatnonzero((dedup_sel[sp.name] | contract_sel[sp.name]) & ~sp.query)
         for line, row in parse_rows(sp.file, [(int(sp.table.lines[k]), sp.table.line_bytes(k)) for k in extra]):
             parsed[(sp.name, line)] = row
+    return parsed, dedup_sel, contract_sel
 
-    def batches(sel: dict[str, np.ndarray]) -> list[tuple[str, str, list[tuple[int, dict[str, Any]]]]]:
-        out = []
-        for sp in splits:
-            lines = sp.table.lines[sel[sp.name]].tolist()
-            out.append((sp.name, sp.file, [(ln, parsed[(sp.name, ln)]) for ln in lines]))
-        return out
 
-    changed_keys = {(sp.name, int(ln)) for sp in splits for ln in sp.table.lines[sp.changed].tolist()}
-    total_rows = sum(len(sp.table) for sp in splits)
-    instances = {n: CHECKS[n](contract) for n in names if n in PER_ROW or n in AGAINST_INDEX}
-    # one pass for every per-row check: the contract's rows (changed + unique-value collisions) are a superset
-    per_row = [instances[n] for n in names if n in PER_ROW]
-    _run(per_row, batches(contract_sel if "contract" in instances else {sp.name: sp.changed for sp in splits}),
-         n_workers)
-    lap("per_row_checks")
-    dedup = [instances[n] for n in names if n in AGAINST_INDEX]
-    _run(dedup, batches(dedup_sel), n_workers)
-    lap("dedup_checks")
+def _batches(splits: list[_Split], parsed: dict[tuple[str, int], dict[str, Any]],
+             sel: dict[str, np.ndarray]) -> list[_Task]:
+    out = []
+    for sp in splits:
+        lines = sp.table.lines[sel[sp.name]].tolist()
+        out.append((sp.name, sp.file, [(ln, parsed[(sp.name, ln)]) for ln in lines]))
+    return out
 
-    # keep what concerns a changed row
-    n_changed = len(changed_keys)
-    results: list[CheckResult] = []
-    relevant_members, new_clusters = _relevant_clusters(instances, changed_keys)
-    text_of: dict[tuple[str, int], bytes] = {}
-    if "exact_duplicate" in instances:
-        from gate.data.dedup_text import dedup_texts
 
-        keys = list(parsed)
-        _, digests = dedup_texts(Batch("", "", [(0, parsed[k]) for k in keys]), contract)
-        text_of = dict(zip(keys, digests, strict=True))
-    hot_texts = {(k[0], text_of[k]) for k in changed_keys if k in text_of}
-    for n in names:
-        if n not in instances:
-            results.append(_skipped(n, contract, "runs in full checks only (not incremental)"))
-            continue
-        c = instances[n]
-        if n in PER_ROW and n != "contract":
-            results.append(_result(c, lambda f: (f.split, f.row) in changed_keys,
-                                   {"changed_rows": n_changed, "scanned": n_changed}))
-        elif n == "contract":
-            results.append(_result(c, lambda f: (f.split, f.row) in changed_keys or f.rule == "field.unique",
-                                   {"changed_rows": n_changed, "scanned": n_changed}))
-        elif n == "exact_duplicate":
-            def keep_exact(f: Finding) -> bool:
-                return (f.split, text_of.get((f.split, f.row or 0))) in hot_texts
+def _text_digests(parsed: dict[tuple[str, int], dict[str, Any]], contract: Contract) -> dict[tuple[str, int], bytes]:
+    """The normalised text digest of every parsed row (what exact_duplicate compares)."""
+    from gate.data.dedup_text import dedup_texts
 
-            res_counts = {"changed_rows": n_changed}
-            c.findings = [f for f in c.findings if keep_exact(f)]
-            c.counts.clear()
-            # the clusters a full check counts that hold a changed row: texts with a duplicate, not every changed
-            # row's text (issue 18 item 9: "1 duplicate row(s) in 20 cluster(s)" where the full check said one)
-            dup_texts = {(f.split, text_of.get((f.split, f.row or 0))) for f in c.findings}
-            c.counts.update(scanned=total_rows, dropped_duplicate=len(c.findings), clusters=len(dup_texts),
-                            kept=total_rows - len(c.findings), **res_counts)
-            results.append(c.result())
-        else:
-            kept = [f for f in c.findings if (f.split, f.row) in relevant_members]
-            c.findings = kept
-            key = "dropped_near_duplicate" if n == "near_duplicate" else "leaked_rows"
-            c.counts[key] = len(kept)
-            c.counts["scanned"] = total_rows
-            c.counts["changed_rows"] = n_changed
-            if "clusters" in c.counts:  # as the full check counts them, for the clusters that hold a changed row
-                c.counts["clusters"] = _clusters_with(c, changed_keys)
-            if n == "near_duplicate":
-                c.counts["kept"] = total_rows - len(kept)
-            if n == "leakage" and len(splits) > 1:
-                for sp in splits:  # the subset may miss a split the dataset has: leakage still applies
-                    if sp.name not in c._splits:  # type: ignore[attr-defined]
-                        c._splits.append(sp.name)  # type: ignore[attr-defined]
-            results.append(c.result())
-    lap("filter")
+    keys = list(parsed)
+    _, digests = dedup_texts(Batch("", "", [(0, parsed[k]) for k in keys]), contract)
+    return dict(zip(keys, digests, strict=True))
 
-    options: dict[str, Any] = {"checks": names, "workers": n_workers, "base": base, "base_commit": commit,
-                               "index": str(idx_dir), "changed_rows": n_changed,
-                               "query_rows": int(sum(int(sp.query.sum()) for sp in splits)),
-                               "parsed_rows": len(parsed), "index_rows": int(manifest["rows"]),
-                               "index_built_now": built_now, "diff": diff_paths}
-    if update_index and dedup:
-        added = _update_index(idx_dir, contract, config, splits, q_pos, qf, new_clusters)
-        options["index_rows_added"] = added
-        lap("index_update")
+
+def _skipped(name: str, why: str) -> CheckResult:
+    return CheckResult(name, CHECKS[name].version, "skipped", {"scanned": 0}, [], 0.0, why)
+
+
+def _check_run(dataset: str, contract: Contract, sources: list[Any], splits: list[_Split],
+               results: list[CheckResult], started: datetime, clock: _Clock, options: dict[str, Any]) -> CheckRun:
     stats = []
     for src, sp in zip(sources, splits, strict=True):
         stats.append(SplitStats(sp.name, src.display, src.format, rows=len(sp.table), bytes=src.path.stat().st_size,
@@ -394,26 +415,16 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     fingerprint = hashlib.sha256("".join(f"{s.split}:{s.sha256};" for s in stats).encode()).hexdigest()
     run_id = hashlib.sha256(f"{started.isoformat()}{fingerprint}{contract.sha256}{os.getpid()}".encode()).hexdigest()
     return CheckRun(run_id=run_id[:16], dataset=str(dataset), contract=contract, splits=stats, results=results,
-                    started_at=started, seconds=time.perf_counter() - t0, fingerprint=fingerprint, options=options,
-                    timings=timings)
+                    started_at=started, seconds=time.perf_counter() - clock.t0, fingerprint=fingerprint,
+                    options=options, timings=clock.timings)
 
 
-def _clusters_with(check: Check, changed: set[tuple[str, int]]) -> int:
-    """How many of the check's clusters hold a changed row (the others are old news, their findings dropped)."""
-    cl = getattr(check, "_clustering", None)
-    if cl is None:
-        return 0
-    return sum(any((cl.splits[cl.keys[p][0]], cl.keys[p][1]) in changed for p in cluster.members)
-               for cluster in cl.result.clusters)
-
-
-def _relevant_clusters(instances: dict[str, Check], changed: set[tuple[str, int]]
+def _relevant_clusters(instances: dict[str, Check], changed: frozenset[tuple[str, int]]
                        ) -> tuple[set[tuple[str, int]], list[list[tuple[str, int]]]]:
     """Members of the clusters that hold a changed row, and every cluster of the run (for the index groups)."""
     members: set[tuple[str, int]] = set()
     clusters: list[list[tuple[str, int]]] = []
-    for n in ("near_duplicate", "leakage"):
-        c = instances.get(n)
+    for c in instances.values():  # near_duplicate and leakage share one clustering (the run's context): the first
         cl = getattr(c, "_clustering", None)
         if cl is None:
             continue

@@ -1,7 +1,8 @@
 """One audit per batch, shared by the `template` and `length` checks in the same process.
 
 Both checks need the rendered, tokenized, masked rows; the runner calls every check's `map` on the same batch
-object one after the other, so the first caller audits it and the second reads the result. The auditor itself
+object one after the other, so the first caller audits it into the batch's own `cache` and the second reads it
+there (no module global: the audit lives and dies with its batch). The auditor itself
 (tokenizer, compiled template, caches) is built once per process: in the parent before the workers fork, so
 they inherit it.
 """
@@ -15,7 +16,6 @@ from gate.template.audit import Auditor, RowAudit
 from gate.template.options import TemplateOptions
 
 _AUDITORS: dict[tuple[Any, ...], Auditor] = {}
-_LAST: tuple[Any, Any, list[RowAudit]] | None = None
 
 
 def auditor_for(contract: Contract) -> Auditor:
@@ -33,16 +33,9 @@ def auditor_for(contract: Contract) -> Auditor:
 
 def audit_batch(batch: Any, contract: Contract) -> list[RowAudit]:
     """The audit of `batch.rows`, computed once for all the checks that ask about the same batch."""
-    global _LAST
     a = auditor_for(contract)
-    if _LAST is not None and _LAST[0] is batch and _LAST[1] is a:
-        return _LAST[2]
-    res = a.audit(batch.rows)
-    _LAST = (batch, a, res)
+    key = f"template.audit:{id(a)}"  # the auditor lives as long as the process (_AUDITORS): its id is stable
+    res = batch.cache.get(key)
+    if res is None:
+        res = batch.cache[key] = a.audit(batch.rows)
     return res
-
-
-def release() -> None:
-    """Drops the last batch (its rows) once the checks are done with it."""
-    global _LAST
-    _LAST = None

@@ -64,9 +64,6 @@ class TokenLengths:
         self._parts.setdefault(split, []).append((lines, toks, loss, ids))
 
     def details(self) -> dict[str, Any]:
-        from gate.template.batch import release
-
-        release()
         if not self._parts:
             return {"tokens": {}, "report_lines": []}
         per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]] = {}

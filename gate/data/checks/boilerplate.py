@@ -45,6 +45,8 @@ def segments(text: str, min_chars: int, unit: str = "line") -> list[tuple[int, i
 
 class BoilerplateCheck(Check):
     name = "boilerplate"
+    order = 120
+    incremental = "full"
     version = "1"
     options_schema = check_options({  # defaults in DEFAULTS above
         "min_rows": {"type": "integer", "minimum": 1},

@@ -98,6 +98,9 @@ def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray]
 
 class ContaminationCheck(_ClusterCheck):
     name = "contamination"
+    order = 80
+    incremental = "full"
+    finding_fields = ("partner_row", "partner_id", "score")  # the matched evaluation item and similarity
     version = "1"
     options_schema = check_options({  # defaults in OPTIONS above
         "ngram": {"type": "integer", "minimum": 1},

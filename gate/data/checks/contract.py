@@ -97,6 +97,9 @@ def _type_ok(kind: str, v: Any) -> bool:
 
 class ContractCheck(Check):
     name = "contract"
+    order = 10
+    incremental = "per_row"
+    incremental_keeps = ("field.unique",)  # a changed row's value that an unchanged row already has
     options_schema = NO_OPTIONS  # the rules are the contract itself
     version = "1"
 

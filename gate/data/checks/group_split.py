@@ -22,6 +22,8 @@ from gate.pii.redact import value_snippet as snippet
 
 class GroupSplitCheck(Check):
     name = "group_split"
+    order = 90
+    incremental = "full"
     options_schema = NO_OPTIONS  # the key is the contract's `group_key` / `group_fallback_key` / `group_window`
     version = "1"
 

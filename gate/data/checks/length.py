@@ -19,6 +19,8 @@ from gate.data.text import row_chars
 
 class LengthCheck(Check):
     name = "length"
+    order = 110
+    incremental = "per_row"
     version = "1"
     # read by gate/template/stats.py (the token statistics, with a tokenizer); character limits are in `limits:`
     options_schema = check_options({

@@ -15,7 +15,7 @@ from typing import Any
 
 from gate.contract import Contract
 from gate.contract.meta import check_options
-from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.base import Batch, Check, CheckResult, Finding, IncrementalView
 from gate.data.dedup_text import dedup_texts
 from gate.data.neardup import (
     PROTECTED,
@@ -81,7 +81,25 @@ class _ClusterCheck(Check):
             sketch = Sketch.concat(self._sketches, self._config.plan().bands)
             self._sketches.clear()
             self._clustering = cluster(self._texts, self._keys, self._splits, self._ids, self._digests,
-                                       self.contract, sketch)
+                                       self.contract, sketch, cache=self.context.cache)
+
+    def clusters_with(self, changed: frozenset[tuple[str, int]]) -> int:
+        """How many clusters hold a changed row (in an incremental run the others are old news)."""
+        cl = self._clustering
+        if cl is None:
+            return 0
+        return sum(any((cl.splits[cl.keys[p][0]], cl.keys[p][1]) in changed for p in cluster.members)
+                   for cluster in cl.result.clusters)
+
+    def _cluster_incremental(self, view: IncrementalView, flagged_key: str) -> None:
+        """Keeps, for an incremental result, the findings on members of the clusters that hold a changed row,
+        counted as the full check counts them for those clusters."""
+        self.findings = [f for f in self.findings if (f.split, f.row) in view.members]
+        self.counts[flagged_key] = len(self.findings)
+        self.counts["scanned"] = view.total_rows
+        self.counts["changed_rows"] = len(view.changed)
+        if "clusters" in self.counts:
+            self.counts["clusters"] = self.clusters_with(view.changed)
 
     def _plan_details(self) -> dict[str, Any]:
         if self._clustering is None:
@@ -100,6 +118,9 @@ class _ClusterCheck(Check):
 
 class NearDuplicateCheck(_ClusterCheck):
     name = "near_duplicate"
+    order = 30
+    incremental = "against_index"
+    finding_fields = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")
     version = "2"  # findings cite a verified partner; `keep: star` is the default
     keep = "star"
     hops_max = 0
@@ -147,6 +168,11 @@ class NearDuplicateCheck(_ClusterCheck):
         verified pairs: always 1 under `star`; under `chain` a deep cluster is a hint of templated data)."""
         return {**self._plan_details(), "keep": self.keep, "max_hops_from_kept": self.hops_max}
 
+    def incremental_result(self, view: IncrementalView) -> CheckResult:
+        self._cluster_incremental(view, "dropped_near_duplicate")
+        self.counts["kept"] = view.total_rows - len(self.findings)
+        return self.result()
+
     def result(self) -> CheckResult:
         res = super().result()
         if self._clustering is not None:
@@ -159,6 +185,9 @@ class NearDuplicateCheck(_ClusterCheck):
 
 class LeakageCheck(_ClusterCheck):
     name = "leakage"
+    order = 50
+    incremental = "against_index"
+    finding_fields = ("partner_row", "partner_id", "score")  # the semantic rule's evidence
     version = "1"
     # clusters under `checks.near_duplicate`'s options; `semantic`: also reworded copies (gate.embed cosine >=
     # checks.semantic_duplicate.threshold), reported as leakage.semantic
@@ -208,6 +237,12 @@ class LeakageCheck(_ClusterCheck):
         d = self._plan_details()
         d.pop("report_lines", None)
         return d
+
+    def incremental_result(self, view: IncrementalView) -> CheckResult:
+        if len(view.splits) > 1:  # the checked subset may miss a split the dataset has: leakage still applies
+            self._splits.extend(s for s in view.splits if s not in self._splits)
+        self._cluster_incremental(view, "leaked_rows")
+        return self.result()
 
     def result(self) -> CheckResult:
         res = super().result()

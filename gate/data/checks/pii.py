@@ -89,6 +89,8 @@ class _DetectorCheck(Check):
 
 class PiiCheck(_DetectorCheck):
     name = "pii"
+    order = 60
+    incremental = "per_row"
     version = "1"
     # read by gate.data.pii_scan.pii_config (gate.pii.PiiConfig says what each key means)
     options_schema = check_options({
@@ -128,6 +130,8 @@ class PiiCheck(_DetectorCheck):
 
 class SecretCheck(_DetectorCheck):
     name = "secret"
+    order = 70
+    incremental = "per_row"
     version = "1"
     # read by gate.data.pii_scan.secret_config (gate.pii.SecretConfig says what each key means)
     options_schema = check_options({

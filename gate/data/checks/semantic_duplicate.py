@@ -109,6 +109,9 @@ def semantic_options(contract: Contract) -> tuple[bool, float, str, int]:
 
 class SemanticDuplicateCheck(Check):
     name = "semantic_duplicate"
+    order = 40
+    incremental = "full"
+    finding_fields = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")
     version = "1"
     fields = ("id", "messages")
     options_schema = check_options({

@@ -30,6 +30,8 @@ from gate.data.base import Batch, Check, CheckResult, Finding
 
 class TemplateCheck(Check):
     name = "template"
+    order = 100
+    incremental = "per_row"
     version = "1"
     # how the trainer renders and masks; gate/template/options.py says what each key means
     options_schema = check_options({
@@ -87,9 +89,6 @@ class TemplateCheck(Check):
         a = self._auditor
         if a is None:
             return
-        from gate.template.batch import release
-
-        release()
         pad = a.ct.pad_id
         if pad is not None and pad in self._trained_stops:
             tok = a.ct.backend.id_to_token(pad)

@@ -40,6 +40,9 @@ class FormatValidity:
 
     type = "format"
     keys = ("strict_parse", "extractable", "schema_valid", "schema_valid_flexible", "truncated")
+    # `schema`: the scorecard's `schema_from_contract` (a contract path) is resolved into it by the loader
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {
+        "schema": {"type": ["object", "boolean", "null"]}, "formats": {"type": "array", "items": {"type": "string"}}}}
     primary = "schema_valid"
 
     def __init__(self, schema: dict[str, Any] | bool | None = None, formats: list[str] | None = None) -> None:

@@ -23,6 +23,7 @@ LATENCY_KEYS = ("latency_s", "ttft_s", "output_tokens_per_s")
 class Operations:
     type = "operations"
     keys = ("latency_s", "ttft_s", "output_tokens_per_s", "error", "peak_rss_mb")
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {}}  # no options
     primary = "error"
     lower_is_better = ("latency_s", "ttft_s", "error", "peak_rss_mb")
 

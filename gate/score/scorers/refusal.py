@@ -32,6 +32,17 @@ class Refusal:
 
     type = "refusal"
     keys = ("correct", "refused", "over_refusal", "under_refusal")
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {
+        "method": {"enum": ["patterns", "field"]},
+        "patterns": {"type": "array", "items": {"type": "string"}},
+        "field": {"type": "string"},
+        "refuse_values": {"type": "array"},
+        "expected_key": {"type": "string"},
+        "expected_field": {"type": "string"},
+        "expected_values": {"type": "array"},
+        "default_expected": {"type": "boolean"},
+        "tool_call_is_compliance": {"type": "boolean"},
+    }}
     primary = "correct"
 
     def __init__(self, method: str = "patterns", patterns: list[str] | None = None, field: str | None = None,

@@ -46,6 +46,8 @@ class MultipleChoice:
 
     type = "multiple_choice"
     keys = ("correct", "loglik", "loglik_norm", "generation_strict", "generation_flexible")
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {
+        "continuation": {"enum": ["text", "letter"]}, "stop_on_first": {"type": "boolean"}}}
     primary = "correct"
     wants_loglikelihood = True
 

@@ -212,6 +212,11 @@ class FactualSupport:
 
     type = "factual_support"
     keys = ("supported", "support_rate", "contradiction")
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {
+        "passages_field": {"type": "string"}, "answer_field": {"type": "string"},
+        "min_coverage": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "min_words": {"type": "integer"}, "method": {"enum": ["deterministic", "judge"]},
+        "judge": {"type": "object"}}}
     primary = "supported"
 
     def __init__(self, passages_field: str = "passages", answer_field: str | None = None, min_coverage: float = 0.7,

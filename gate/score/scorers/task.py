@@ -35,6 +35,11 @@ class FieldMatch:
 
     type = "field_match"
     keys = ("strict", "flexible", "strict_fields", "flexible_fields")
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {
+        "fields": {"type": "array", "items": {"type": "string"}},
+        "ignore_case": {"type": "boolean"},
+        "normalize_whitespace": {"type": "boolean"},
+    }}
     primary = "strict"
 
     def __init__(self, fields: list[str] | None = None, ignore_case: bool = False,
@@ -91,6 +96,7 @@ class ExactMatch:
 
     type = "exact_match"
     keys = ("strict", "flexible")
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {"field": {"type": "string"}}}
     primary = "strict"
 
     def __init__(self, field: str | None = None) -> None:

@@ -182,6 +182,17 @@ class ToolExecution:
 
     type = "tool_execution"
     keys = ("correct", "parsed", "function", "arguments", "executed", "server_parsed")
+    # `tools` comes from the prompt wrapper (the loader injects it); the rest are the scorecard's options
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {
+        "tools": {"type": "array", "items": {"type": "object"}},
+        "implementation": {"type": "string"},
+        "normalize": {"type": "string"},
+        "text_formats": {"type": "array", "items": {"type": "string"}},
+        "execute": {"type": "boolean"},
+        "compare": {"type": "string"},
+        "limits": {"type": "object"},
+        "normalize_nested": {"type": "boolean"},
+    }}
     primary = "correct"
 
     def __init__(self, tools: list[dict[str, Any]] | None = None, implementation: str | Path | None = None,
