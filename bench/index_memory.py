@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -30,37 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.measure import run_measured  # noqa: E402
+from bench.measure import GATE_ENV as ENV  # noqa: E402
+from bench.measure import git_uncompressed as git  # noqa: E402
+from bench.measure import measure_command  # noqa: E402
 
 PY = sys.executable
 CONTRACT = str(ROOT / "contracts" / "triage.yaml")
-ENV = {**os.environ, "CI": "true", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "GX_ANALYTICS_ENABLED": "false",
-       "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "", "TLDEXTRACT_CACHE": str(ROOT / ".cache" / "tld")}
 PR_ROWS = 1000
 
 
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), "-c", "core.compression=0", "-c", "core.looseCompression=0", *args],
-                   check=True, capture_output=True)
-
-
 def measure(name: str, cmd: list[str], src: Path) -> dict:
-    env = {**ENV, "PYTHONPATH": str(src)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cwd = os.getcwd()
-    os.chdir(src)  # `python -m gate` imports gate/ from the working directory first
-    try:
-        m = run_measured(cmd, env=env, timeout=7200)
-    finally:
-        os.chdir(cwd)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if m.returncode not in (0, 100):
-        raise SystemExit(f"{name} failed ({m.returncode}): {m.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out = {"seconds": round(m.seconds, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(m.peak_rss_mb),
-           "peak_pss_mb": round(m.peak_pss_mb), "exit_code": m.returncode}
-    print(f"{name}: {out}", flush=True)
-    return out
+    # from src: `python -m gate` imports gate/ from the working directory first (the old code's tree for --old)
+    return measure_command(name, cmd, {**ENV, "PYTHONPATH": str(src)}, cwd=src)
 
 
 def findings_of(report_dir: Path) -> dict:

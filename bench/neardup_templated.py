@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.measure import cpu_seconds  # noqa: E402
 
 THRESHOLDS = (0.7, 0.8)
 TOOLS = ("get_weather", "search_flights", "book_hotel", "convert_currency", "get_stock_price", "send_email",
@@ -97,11 +98,6 @@ def generate(rows: int, templates: int = 300, near_share: float = 0.05, seed: in
     return texts
 
 
-def cpu_seconds() -> float:
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
-
-
 def run_gate(texts: list[str], threshold: float) -> tuple[dict[str, Any], Any, list[Any]]:
     """gate's near_duplicate path on one split: signatures -> sketch -> clusters -> star drops, timed per stage."""
     from gate.data.neardup import Clustering, within_split_drops
@@ -110,17 +106,17 @@ def run_gate(texts: list[str], threshold: float) -> tuple[dict[str, Any], Any, l
     config = NearDupConfig(minhash=MinHashConfig(threshold=threshold))
     keys = [(0, i) for i in range(len(texts))]
     stages: dict[str, float] = {}
-    c0, w0 = cpu_seconds(), time.perf_counter()
+    c0, w0 = cpu_seconds(include_self=True), time.perf_counter()
     sig, counts = compute_signatures(texts, config)
     sketch = sketch_signatures(sig, counts, config.plan())
-    c1 = cpu_seconds()
+    c1 = cpu_seconds(include_self=True)
     stages["signatures"] = c1 - c0
     res = find_near_duplicates(texts, keys, config, sketch)
-    c2 = cpu_seconds()
+    c2 = cpu_seconds(include_self=True)
     stages["clusters"] = c2 - c1
     cl = Clustering(res, keys, ["train"], [None] * len(texts), [t.encode() for t in texts])
     drops = within_split_drops(cl, texts, config, "star")
-    c3, w3 = cpu_seconds(), time.perf_counter()
+    c3, w3 = cpu_seconds(include_self=True), time.perf_counter()
     stages["star_drops"] = c3 - c2
     info = {"rows": len(texts), "threshold": threshold, "cpu_s": round(c3 - c0, 2), "wall_s": round(w3 - w0, 2),
             "rows_per_cpu_s": round(len(texts) / max(c3 - c0, 1e-9)),

@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.measure import cpu_seconds  # noqa: E402
+
 SPEC = ROOT / "trainspecs" / "triage-local.yaml"
 OUT = ROOT / "bench" / "results"
 RUN_DIR = ROOT / ".cache" / "runs" / "triage-local"
@@ -25,13 +28,10 @@ KEYS = [("format", "strict_parse"), ("format", "schema_valid"), ("task_success",
 
 
 def _gate(*args: str) -> tuple[float, float, subprocess.CompletedProcess[str]]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
+    before, t0 = cpu_seconds(), time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "gate", *args], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "CI": "true"})
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return time.perf_counter() - t0, cpu, res
+    return time.perf_counter() - t0, cpu_seconds() - before, res
 
 
 def main() -> int:
