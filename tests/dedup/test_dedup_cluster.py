@@ -182,7 +182,10 @@ def test_dense_cluster_costs_linear_verifications() -> None:
     for max_bucket in (512, 16):
         result = find_near_duplicates(texts, config=NearDupConfig(minhash=MinHashConfig(max_bucket=max_bucket)))
         assert [c.size for c in result.clusters] == [1500, 500]
-        assert result.counters.verified_pairs + result.counters.false_candidates_rejected < 3 * len(texts)
+        c = result.counters
+        # exact verifications (the vector filters before them, signature bytes and the shingle-count bound, are not)
+        exact = c.verified_pairs + c.false_candidates_rejected - c.rejected_by_signature - c.rejected_by_bound
+        assert exact < 3 * len(texts)
     assert result.counters.oversized_buckets > 0
 
 
@@ -293,3 +296,83 @@ def test_signature_prefilter_on_templated_rows_equals_brute_force(threshold: flo
     # the floor: a pair at exactly the threshold keeps >= floor equal bytes with probability >= 1 - 1e-6
     assert 0 < signature_floor(threshold, 128) < 128 * threshold
     assert signature_floor(threshold, 128) <= signature_floor(threshold + 0.05, 128)
+
+
+def slot_corpus(n: int = 400, templates: int = 3, seed: int = 5) -> list[str]:
+    """Rows of a few 80-word templates with three one-word slots from 18 values: rows of one template lie at
+    Jaccard ~0.65-0.85, just under or over the threshold, where MinHash estimates cannot tell them apart."""
+    rng = random.Random(seed)
+    words = [f"t{i}" for i in range(60)]
+    tpls = [[rng.choice(words) for _ in range(80)] for _ in range(templates)]
+    out = []
+    for _ in range(n):
+        toks = list(tpls[rng.randrange(templates)])
+        for k in range(3):
+            toks[10 + 25 * k] = rng.choice(["Paris", "Oslo", "Lima", "Bob", "Ann", "Kofi"]) + str(rng.randrange(3))
+        out.append(" ".join(toks))
+    return out
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.8])
+def test_shingle_bound_is_sound_and_rejects_most_templated_false_pairs(threshold: float) -> None:
+    """Issue 19 s2: `ShingleSets.may_reach` never drops a pair whose exact Jaccard reaches the threshold (it is an
+    upper bound, so findings cannot change) and, on rows of one template that the signatures cannot tell apart,
+    drops most of the rest before any exact lookup."""
+    texts = slot_corpus()
+    sets = ShingleSets(shingle_batch(texts))
+    a, b = (x.astype(np.int64) for x in np.triu_indices(len(texts), 1))
+    exact = sets.jaccard(a, b)
+    reach = sets.may_reach(a, b, threshold)
+    assert (exact >= threshold).sum() > 20
+    assert reach[exact >= threshold].all()
+    close = (exact >= threshold - 0.2) & (exact < threshold)  # same template: what LSH makes candidates of
+    assert close.sum() > 10_000 and (~reach[close]).mean() > 0.8
+
+
+def test_shingle_bound_counts_wide_bins_exactly() -> None:
+    """A document with more than 255 distinct shingles in one bin widens the bin counts instead of saturating them
+    (a saturated count would make the bound too small and drop a true pair)."""
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(100_000)]
+    big = [words[i] for i in rng.integers(0, len(words), 80_000)]
+    edited = list(big)
+    edited[40_000] = "changed"
+    sets = ShingleSets(shingle_batch([" ".join(big), " ".join(edited), "a b c d e f"]))
+    assert sets._bin_counts().dtype == np.uint16
+    a, b = np.array([0, 0]), np.array([1, 2])
+    assert sets.may_reach(a, b, 0.99).tolist() == [True, False]
+    assert sets.jaccard(a, b)[0] >= 0.99
+
+
+def test_templated_clusters_equal_brute_force_and_skip_exact_lookups() -> None:
+    """Issue 19 s2: the candidates that survive the signature prefilter are mostly cut by the exact bound; the
+    clusters are the connected components of the brute-force pairs that LSH detects, the same with or without."""
+    texts = slot_corpus(n=900)
+    config = NearDupConfig(minhash=MinHashConfig(threshold=0.7))
+    res = find_near_duplicates(texts, config=config)
+    c = res.counters
+    assert c.rejected_by_bound > 0
+    exact_lookups = c.false_candidates_rejected - c.rejected_by_signature - c.rejected_by_bound
+    assert exact_lookups < c.rejected_by_bound
+    brute = exact_pairs(texts, 0.7)
+    assert all(brute.get((p.left, p.right), brute.get((p.right, p.left))) == pytest.approx(p.jaccard)
+               for p in res.pairs)
+    label_of = {i: k for k, cl in enumerate(res.clusters) for i in cl.members}
+    assert np.mean([label_of.get(x, -1) == label_of.get(y, -2) for x, y in brute]) >= 0.99
+
+
+@pytest.mark.parametrize("num_perm", [128, 100, 7])
+def test_signature_prefilter_counts_equal_bytes_exactly(num_perm: int) -> None:
+    """The word-at-a-time equal-byte count of `_prefilter` equals a plain byte comparison, for any signature length
+    (lengths that are not a multiple of 8 are padded) and at every floor."""
+    from gate.dedup.cluster import _prefilter
+
+    rng = np.random.default_rng(3)
+    low = rng.integers(0, 256, (300, num_perm), dtype=np.uint8)
+    low[1::2] = low[::2]
+    low[1::2, : num_perm // 3] = rng.integers(0, 256, (150, num_perm // 3), dtype=np.uint8)
+    left, right = rng.integers(0, 300, 5000), rng.integers(0, 300, 5000)
+    left[:150], right[:150] = np.arange(0, 300, 2), np.arange(1, 300, 2)
+    equal = (low[left] == low[right]).sum(axis=1)
+    for floor in (0, 1, num_perm // 2, num_perm - num_perm // 3, num_perm):
+        assert (_prefilter(low, left, right, floor) == (equal >= floor)).all()
