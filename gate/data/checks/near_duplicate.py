@@ -111,7 +111,7 @@ class _ClusterCheck(Check):
                 "detection_curve": [{"jaccard": s, "p_candidate": round(p, 4)} for s, p in res.plan.curve],
                 "counters": {k: getattr(c, k) for k in ("docs", "empty_docs", "candidate_pairs", "verified_pairs",
                                                         "false_candidates_rejected", "rejected_by_signature",
-                                                        "skipped_already_connected",
+                                                        "rejected_by_bound", "skipped_already_connected",
                                                         "oversized_buckets", "clusters", "rows_in_clusters")},
                 "report_lines": [res.plan.describe()]}
 
