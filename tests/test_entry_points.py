@@ -19,59 +19,24 @@ import yaml
 from tests.conftest import CONTRACTS, run_gate, triage_row, write_jsonl
 from tests.serve.fake_openai import FakeOpenAI
 
-CHECK = '''
-from collections import Counter
-
-from gate.contract.meta import check_options
-from gate.data.base import Check, Finding
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
 
-class ShoutCheck(Check):
-    """Flags a user turn written in capitals only."""
-
-    name = "shout"
-    incremental = "per_row"
-    fields = ("id", "messages")
-    options_schema = check_options({"min_letters": {"type": "integer", "minimum": 1}})
-
-    def map(self, batch):
-        least = int(self.contract.options("shout").get("min_letters", 5))
-        findings, counts = [], Counter()
-        for line, row in batch.rows:
-            counts["scanned"] += 1
-            for m in row.get("messages") or []:
-                text = m.get("content") if isinstance(m, dict) and m.get("role") == "user" else None
-                if isinstance(text, str) and sum(c.isalpha() for c in text) >= least and text.isupper():
-                    findings.append(Finding("shout", batch.split, line, "messages", "shout", "error",
-                                            "the user turn is all capitals", None, row.get("id")))
-        return findings, counts
-'''
-
-SCORER = '''
-from gate.score.types import Score
+def _readme_file(first_line: str) -> str:
+    """A file of the README's "Extending gate" section: the plugin tested here is the one the README shows."""
+    start = README.index(f"```python\n{first_line}\n") + len("```python\n")
+    return README[start:README.index("```", start)]
 
 
-class AnswerLength:
-    type = "answer_length"
-    keys = ("chars", "short")
-    primary = "short"
-    options_schema = {"type": "object", "additionalProperties": False,
-                      "properties": {"max_chars": {"type": "integer"}}}
-
-    def __init__(self, max_chars: int = 10) -> None:
-        self.max_chars = max_chars
-
-    def score(self, item, response):
-        n = len(response.text or "")
-        return Score({"chars": float(n), "short": float(n <= self.max_chars)}, None, f"{n} chars")
-'''
+CHECK = _readme_file("# mypkg/shout.py: flags a user turn written in capitals only")
+SCORER = _readme_file("# mypkg/length.py: a scorer; gates may reference only its declared keys")
 
 ENTRY_POINTS = """\
 [gate.checks]
-shout = gate_plug_demo.shout:ShoutCheck
+shout = mypkg.shout:ShoutCheck
 
 [gate.scorers]
-answer_length = gate_plug_demo.length:AnswerLength
+answer_length = mypkg.length:AnswerLength
 """
 
 
@@ -83,7 +48,7 @@ def fake():
 
 
 def _plugin(root: Path) -> dict[str, str]:
-    pkg = root / "site" / "gate_plug_demo"
+    pkg = root / "site" / "mypkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "shout.py").write_text(CHECK)
