@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from gate.io.jsonkind import SCALAR_KINDS, json_kind
+
 #: a string column with at most this many distinct values (each seen at least twice on average) is an allowed set
 MAX_ALLOWED = 20
 #: names that usually hold the entity whose rows must stay in one split
@@ -38,21 +40,17 @@ class _Column:
 
 
 def _kind(v: Any) -> str:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        if len(v) >= 10 and v[:4].isdigit() and v[4:5] == "-":
-            try:
-                datetime.fromisoformat(v)
-                return "datetime"
-            except ValueError:
-                pass
-        return "string"
-    return "other"
+    """A column value's JSON type (gate.io.jsonkind, the scorer's rule too), refined for a contract: an ISO
+    timestamp is "datetime" (the column gets a timestamp check, not a string one), and null, arrays and objects are
+    "other", since only scalar columns get a type in the inferred contract."""
+    kind = json_kind(v)
+    if kind == "string" and len(v) >= 10 and v[:4].isdigit() and v[4:5] == "-":
+        try:
+            datetime.fromisoformat(v)
+            return "datetime"
+        except ValueError:
+            pass
+    return kind if kind in SCALAR_KINDS else "other"
 
 
 def _rows(dataset: str) -> Iterator[dict[str, Any]]:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from gate.io.jsonkind import json_kind
 from gate.score.extract import flexible_json
 from gate.score.sandbox import Execution, Limits, run_calls
 from gate.score.types import Item, Score
@@ -86,19 +87,9 @@ def tool_key(name: str) -> str:
 
 
 def _json_kind(v: Any) -> str:
-    """The JSON type a value was written as: a float that happens to be integral (10.0) is a number, not an
-    integer, because the model wrote a decimal point and a Python tool would get a float."""
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if v is None:
-        return "null"
-    return "array" if isinstance(v, list) else "object"
+    """The JSON type the model wrote (gate.io.jsonkind: 10.0 is a number, not an integer, since a Python tool would
+    get a float); the scorer uses it as is, null, arrays and objects included, since any of them is a wrong type."""
+    return json_kind(v)
 
 
 def _strict_validator_class() -> Any:
