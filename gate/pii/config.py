@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from gate import install_hint
@@ -164,12 +165,21 @@ def contract_problem(checks: object) -> tuple[str, list[object]] | None:
     section = checks.get("pii") if isinstance(checks, dict) else None
     if not isinstance(section, dict):
         return None
+    found = first_entity_problem(section.get)
+    return (found[0], ["checks", "pii", found[1], found[2]]) if found else None
+
+
+def first_entity_problem(lists: Callable[[str], object]) -> tuple[str, str, int] | None:
+    """(message, key, index) of the first name under `entities` or `ner_entities` that cannot be listed there
+    (`entity_problem`), or None; `lists` gives a key's names (a contract section's `get`, a config's attribute).
+
+    One walk for the contract loader and `PiiConfig`, so both refuse the same names in the same order."""
     for key, ner in (("entities", False), ("ner_entities", True)):
-        names = section.get(key)
-        for i, name in enumerate(names if isinstance(names, list) else []):
-            problem = entity_problem(name, ner=ner) if isinstance(name, str) else None
+        names = lists(key)
+        for i, name in enumerate(names if isinstance(names, list | tuple) else []):
+            problem = entity_problem(name, ner=ner) if isinstance(name, str) else f"{key}: {name!r} is not a name"
             if problem:
-                return problem, ["checks", "pii", key, i]
+                return problem, key, i
     return None
 
 
@@ -220,11 +230,9 @@ class PiiConfig:
             raise ValueError(f"pattern_nlp must be 'blank' or 'no_op', got {self.pattern_nlp!r}")
         if not self.entities and not (self.use_ner and self.ner_entities):
             raise ValueError("PiiConfig enables no entity at all")
-        for names, ner in ((self.entities, False), (self.ner_entities, True)):
-            for name in names:
-                problem = entity_problem(name, ner=ner)
-                if problem:
-                    raise ValueError(problem)
+        found = first_entity_problem(lambda key: getattr(self, key))
+        if found:
+            raise ValueError(found[0])
 
     def threshold(self, entity: str) -> float:
         """Minimum score for `entity` (per-entity value, else `default_threshold`)."""
