@@ -51,3 +51,18 @@ def test_encode_memo_returns_the_same_vectors_for_repeated_texts():
     assert np.array_equal(again[0], first[1])
     direct = encoder.get_encoder().encode(texts[:1])
     assert np.allclose(direct[0], first[0], atol=1e-6)
+
+
+def test_buckets_stay_bounded_so_the_search_grows_linearly():
+    from gate.embed.encoder import buckets
+
+    e = _clustered(12000, seed=2)
+    got = buckets(e, max_bucket=1024)
+    sizes = [len(b) for b in got]
+    # every bucket under the cap and few rows in two buckets: the exact search inside costs ~ n * 1024
+    assert max(sizes) <= 1024 and len(e) <= sum(sizes) <= 2 * len(e)
+    assert set(np.concatenate(got).tolist()) == set(range(len(e)))  # every row in some bucket
+    a, b, _ = cosine_pairs(e, 0.95)
+    ba, bb, _ = bucketed_pairs(e, 0.95, max_bucket=1024)
+    exact, found = _set(a, b), _set(ba, bb)
+    assert found <= exact and len(found) >= 0.99 * len(exact)
