@@ -15,12 +15,12 @@ import pytest
 
 import gate.data.checks
 import gate.score.scorers
-from gate.data.base import EVIDENCE_FIELDS, Check
+from gate.data.base import EVIDENCE_FIELDS, Batch, Check
 from gate.data.registry import CHECKS, instantiate
 from gate.names import CHECK_NAMES
 from gate.plugins import declarations
 from gate.score.scorers import KEYS, REGISTRY, SCORERS
-from tests.conftest import CONTRACTS, FIXTURES, ROOT
+from tests.conftest import CONTRACTS, FIXTURES, ROOT, triage_row
 
 # the order checks run in and reports list them: a change here is a change of every report
 REPORT_ORDER = ("contract", "exact_duplicate", "near_duplicate", "semantic_duplicate", "leakage", "pii", "secret",
@@ -95,6 +95,13 @@ def test_one_run_shares_one_fresh_context_and_no_module_memo(triage_contract):
     assert a.context is b.context and a.peers == b.peers == frozenset({"near_duplicate", "leakage"})
     c, = instantiate(["near_duplicate"], triage_contract)
     assert c.context is not a.context
+    rows = [(i + 1, triage_row(i, "the invoice shows a double charge for march again" + " please" * (i % 2)))
+            for i in range(6)]
+    for check in (a, b, c):
+        check.reduce(check.map(Batch("train", "train.jsonl", rows)))
+        check.finish()
+    assert a._clustering is b._clustering and a._clustering.result.clusters  # clustered once for the run
+    assert c._clustering is not a._clustering  # another run: its own
     data = str(FIXTURES / "triage-faulty")
     first = run_checks(data, triage_contract, checks=["near_duplicate", "leakage"], workers=1, progress=False)
     second = run_checks(data, triage_contract, checks=["near_duplicate", "leakage"], workers=1, progress=False)
