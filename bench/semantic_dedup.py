@@ -67,18 +67,26 @@ def main() -> None:
     load1 = os.getloadavg()[0]
     cos = (emb[0::2] * emb[1::2]).sum(1)
     label = np.asarray([y for y, _, _ in pairs], dtype=bool)
-    rows = []
-    for thr in (0.70, 0.75, 0.80, 0.85, 0.88, 0.90, 0.92, 0.95):
+    def point(thr: float) -> tuple[float, float, float, float]:
         pred = cos >= thr
         tp, fp = int((pred & label).sum()), int((pred & ~label).sum())
         prec = tp / (tp + fp) if tp + fp else 1.0
-        rec = tp / int(label.sum())
-        rows.append((thr, prec, rec, fp / int((~label).sum())))
-    ok = [(r, t) for t, p, r, _ in rows if p >= 0.9]
+        return thr, prec, tp / int(label.sum()), fp / int((~label).sum())
+
+    rows = [point(t) for t in (0.70, 0.75, 0.80, 0.85, 0.88, 0.90, 0.92, 0.95)]
+    # the whole curve: every distinct cosine is a threshold, so "at any threshold" is literal
+    curve = [point(float(t)) for t in np.unique(np.round(cos, 4))]
+    ok = [(r, t) for t, p, r, _ in curve if p >= 0.9]
     best = max(ok) if ok else None
+    at80 = max((p for _, p, r, _ in curve if r >= 0.8), default=0.0)
+    f1 = max(curve, key=lambda c: 2 * c[1] * c[2] / max(c[1] + c[2], 1e-9))
+    pr_lines = [f"| {t:.2f} | {p:.3f} | {r:.3f} | {f:.3f} |" for t, p, r, f in
+                (point(x / 100) for x in range(50, 100, 2))]
     verdict = (f"Target (recall >= 0.8 at precision >= 0.9): {'met' if best and best[0] >= 0.8 else 'NOT met'}; "
-               + (f"the best recall at precision >= 0.9 is {best[0]:.3f} (threshold {best[1]:.2f})." if best else
-                  "no threshold reaches precision 0.9.")
+               + (f"over every threshold (each distinct cosine), the best recall at precision >= 0.9 is "
+                  f"{best[0]:.3f} (threshold {best[1]:.4f}) and the best precision at recall >= 0.8 is {at80:.3f}; "
+                  f"the best F1 is {2 * f1[1] * f1[2] / (f1[1] + f1[2]):.3f} (threshold {f1[0]:.4f}: precision "
+                  f"{f1[1]:.3f}, recall {f1[2]:.3f})." if best else "no threshold reaches precision 0.9.")
                + " MRPC's negatives are sentences about the same news event with most words in common, so a"
                " bi-encoder's cosine separates them poorly; the default keeps precision >= 0.9 (a false merge drops"
                " a training row and fails the gate) and merges only close rewordings.")
@@ -108,6 +116,24 @@ def main() -> None:
         "thread each), so on 2 quiet cores it runs at ~2x the per-CPU-second figure.",
         "",
         verdict,
+        "",
+        "Why MRPC and what it says: it is the standard human-labelled set of sentence pairs, and its negatives are",
+        "pairs about one news event with most words shared, the closest public analogue of 'two training rows that",
+        "look alike but say different things'. PAWS (adversarial word swaps) would be harsher still and STS-B has",
+        "graded, not binary, labels; no corpus was swapped in to reach a number. all-MiniLM-L6-v2 does not reach",
+        "recall 0.8 at precision 0.9 on MRPC at any threshold (curve below): the check's default stays at precision",
+        "0.9 and finds close rewordings only. On the templated fixtures, distinct tickets of one scenario reach",
+        "cosine 0.926 (triage, same split) and 0.967 (tool-use), over the default, while word-swap rewordings score",
+        "0.99 (bench/results/semantic_fixtures.md): on templated data, raise the threshold.",
+        "",
+        "Search: exact blocks up to 20,000 rows, bounded k-means buckets above; growth 10k-80k rows and recall vs",
+        "exact search in bench/results/semantic_search.md (bench/semantic_search.py).",
+        "",
+        "Precision-recall curve (cosine threshold, precision, recall, false-merge rate):",
+        "",
+        "| threshold | precision | recall | false-merge rate |",
+        "| --- | --- | --- | --- |",
+        *pr_lines,
         "",
     ]
     out = ROOT / "bench" / "results" / "semantic_dedup.md"
