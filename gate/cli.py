@@ -16,6 +16,7 @@ import typer
 from gate import __version__
 from gate.errors import ExitCode, GateError
 from gate.names import CHECK_NAMES
+from gate.service.auth import Role as TokenRole  # the service's roles (light: hashlib, hmac), not a copy that drifts
 
 app = typer.Typer(
     name="gate",
@@ -167,7 +168,9 @@ def scrub(
     raise typer.Exit(run_scrub_command(dataset=str(dataset), contract_path=str(contract), out=str(out)))
 
 
-class ExportFormat(StrEnum):
+# Choice enums that mirror a core constant are copies on purpose: importing the core module here would load yaml
+# and orjson for every `gate --help`. tests/test_cli_conventions.py holds each equal to its constant.
+class ExportFormat(StrEnum):  # gate.export.formats.FORMATS
     ms_swift = "ms-swift"
     nemo_automodel = "nemo-automodel"
     hf = "hf"
@@ -286,7 +289,7 @@ def demo(
 
 
 # ---- area: training runners (train, plan) -- issue 5 ----
-class TrainRunner(StrEnum):
+class TrainRunner(StrEnum):  # gate.train.runners.RUNNERS
     local = "local"
     nemo_automodel = "nemo-automodel"
     ms_swift = "ms-swift"
@@ -608,13 +611,6 @@ def serve(
 token_app = typer.Typer(help="Bearer tokens of `gate serve` (shown once, stored hashed).", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 
-
-class TokenRole(StrEnum):
-    ci = "ci"
-    evaluator = "evaluator"
-    release_manager = "release-manager"
-    viewer = "viewer"
-    admin = "admin"
 
 
 _TOKEN_DB = typer.Option("--db", metavar="PATH", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")

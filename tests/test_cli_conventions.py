@@ -105,3 +105,16 @@ def test_the_docs_spell_check_output_as_out_not_its_former_name():
     for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
         for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
             assert not ("gate check" in line and "--report-dir" in line), f"{doc.name}:{n}: {line}"
+
+
+def test_choice_enums_are_the_cores_names():
+    """The CLI's choices are the core's names: token roles are the service's own enum (the CLI had a copy), and the
+    enums kept as copies (so `gate --help` does not import yaml) equal the constants they mirror."""
+    from gate import cli
+    from gate.export.formats import FORMATS
+    from gate.service.auth import Role
+    from gate.train.runners import RUNNERS
+
+    assert cli.TokenRole is Role
+    assert [e.value for e in cli.ExportFormat] == list(FORMATS)
+    assert sorted(e.value for e in cli.TrainRunner) == sorted(RUNNERS)
