@@ -187,23 +187,27 @@ def within_split_drops(cl: Clustering, texts: list[str], config: Any, keep: str)
 
     local = {p: i for i, p in enumerate(involved)}
     sets = ShingleSets(shingle_batch([texts[p] for p in involved], config.shingles))
-    while True:
-        a = [local[m] for k, ms in enumerate(pending) for m in ms]
-        if not a:
-            break
-        owner = [k for k, ms in enumerate(pending) for _ in ms]
-        jac = sets.jaccard(np.asarray(a), np.asarray([local[rep[k]] for k in owner])).tolist()
-        nxt: list[list[int]] = [[] for _ in pending]
-        flat = [m for ms in pending for m in ms]
+    # each round touches only the groups that still have rows to judge (a templated cluster can take a hundred
+    # rounds, one new representative each, while thousands of small groups finished in the first)
+    active = [k for k, ms in enumerate(pending) if ms]
+    while active:
+        owner = [k for k in active for _ in pending[k]]
+        flat = [m for k in active for m in pending[k]]
+        jac = sets.jaccard(np.asarray([local[m] for m in flat]),
+                           np.asarray([local[rep[k]] for k in owner])).tolist()
+        nxt: dict[int, list[int]] = {k: [] for k in active}
         for m, k, j in zip(flat, owner, jac, strict=True):
             if j >= threshold:
                 ci, g = groups[k]
                 drops.append(Drop(m, rep[k], j, ci, g[0], 1))
             else:
                 nxt[k].append(m)
-        for k, ms in enumerate(nxt):
+        active = []
+        for k, ms in nxt.items():
             if ms:
                 rep[k] = ms.pop(0)  # the earliest row near no kept row stays, and is a representative from now on
-        pending = nxt
+            pending[k] = ms
+            if ms:
+                active.append(k)
     drops.sort(key=lambda d: d.pos)
     return drops

@@ -289,7 +289,9 @@ class ShingleSets:
         self._v = np.int64(max(uniq.size, 1))
         if m * int(self._v) >= 1 << 62:
             raise ValueError("too many documents x distinct shingles for one verification batch")
-        self._keys = sorted_unique(np.repeat(np.arange(m, dtype=np.int64), batch.sizes) * self._v + dense)
+        # keys arrive grouped by document (ascending), unsorted inside each: timsort merges such runs ~5x faster
+        keys = np.sort(np.repeat(np.arange(m, dtype=np.int64), batch.sizes) * self._v + dense, kind="stable")
+        self._keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
         self._ids = self._keys % self._v  # dense shingle id of every key (the lookups' right half)
         self.sizes = np.bincount(self._keys // self._v, minlength=m)
         self._start = np.zeros(m + 1, dtype=np.int64)

@@ -199,7 +199,7 @@ def candidate_pairs(keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray
     of consecutive members (keeps them connected without k^2 pairs); their count is returned so reports can say so.
     """
     keys = np.asarray(keys)
-    n = keys.shape[0]
+    shift = max(int(keys.shape[0]).bit_length(), 1)  # pair code lo << shift | hi: same order as (lo, hi), no division
     codes: list[np.ndarray] = []
     oversized = 0
     for j in range(keys.shape[1]):
@@ -218,13 +218,14 @@ def candidate_pairs(keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray
             left = np.concatenate((left, order[bpos]))
             right = np.concatenate((right, order[bpos + 1]))
         lo, hi = np.minimum(left, right), np.maximum(left, right)
-        codes.append(lo.astype(np.int64) * n + hi)
+        codes.append((lo.astype(np.int64) << shift) | hi)
     if not codes:
         return np.zeros((0, 2), dtype=np.int64), oversized
     code = sorted_unique(np.concatenate(codes))
-    if code.size == 0:
-        return np.zeros((0, 2), dtype=np.int64), oversized
-    return np.stack((code // n, code % n), axis=1), oversized
+    pairs = np.empty((code.size, 2), dtype=np.int64)
+    np.right_shift(code, shift, out=pairs[:, 0])
+    np.bitwise_and(code, (1 << shift) - 1, out=pairs[:, 1])
+    return pairs, oversized
 
 
 def cross_candidate_pairs(
