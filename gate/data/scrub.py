@@ -116,6 +116,11 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                 for p in c.members:
                     if PROTECTED.get(splits[keys[p][0]], 1) < top and drop_leaks:
                         drop_keys.setdefault(keys[p], "leakage")
+            if drop_leaks and contract.options("leakage").get("semantic"):  # reworded copies, as leakage reports
+                from gate.data.checks.semantic_duplicate import semantic_leaks
+
+                for pos, _, _ in semantic_leaks(contract, texts, keys, list(splits), PROTECTED):
+                    drop_keys.setdefault(keys[pos], "leakage")
             if drop_dups:  # the near_duplicate check's own keep rule, so scrub drops exactly what it reports
                 clustering = Clustering(result, keys, splits, [None] * len(keys), digests)
                 for d in within_split_drops(clustering, texts, config, keep_rule(contract)):

@@ -179,3 +179,36 @@ def test_leakage_semantic_finds_a_reworded_cross_split_copy(tmp_path):
     (res,) = run_checks(str(tmp_path / "ds"), load_contract(CONTRACTS / "triage.yaml"), checks=["leakage"],
                         progress=False).results
     assert [f.rule for f in res.findings] == ["leakage.exact"]
+
+
+@needs_model
+def test_a_reworded_test_row_is_leakage_only_when_both_semantic_options_are_on(tmp_path):
+    # contamination and leakage both see a reworded copy of a test row; with leakage's `semantic` on, leakage
+    # reports it (leakage.semantic, citing the test row) and contamination leaves it, as it leaves near copies
+    write_jsonl(tmp_path / "ds" / "train.jsonl", _rows(DISTINCT[1:5] + [PARAPHRASES[0]]))
+    write_jsonl(tmp_path / "ds" / "test.jsonl", [triage_row(900, DISTINCT[0])])
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    raw["checks"], raw["evaluation_sets"] = {"contamination": {"semantic": True}, "leakage": {"semantic": True}}, []
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    run = run_checks(str(tmp_path / "ds"), load_contract(tmp_path / "c.yaml"), checks=["leakage", "contamination"],
+                     progress=False)
+    res = {r.name: r for r in run.results}
+    assert [(f.split, f.row, f.rule) for f in res["leakage"].findings] == [("train", 5, "leakage.semantic")]
+    assert res["contamination"].findings == []
+
+
+@needs_model
+def test_scrub_drops_reworded_cross_split_copies_when_leakage_semantic_is_on(tmp_path):
+    from gate.data.scrub import scrub_dataset
+
+    write_jsonl(tmp_path / "ds" / "train.jsonl", _rows(DISTINCT[1:5] + [PARAPHRASES[0]]))
+    write_jsonl(tmp_path / "ds" / "test.jsonl", [triage_row(900, DISTINCT[0])])
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    raw["checks"], raw["evaluation_sets"] = {"leakage": {"semantic": True}}, []
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    out = scrub_dataset(str(tmp_path / "ds"), load_contract(tmp_path / "c.yaml"), str(tmp_path / "out"))
+    assert out.dropped["leakage"] == 1 and out.rows_out == 5
+    kept = [json.loads(line)["messages"][1]["content"] for line in (tmp_path / "out" / "train.jsonl").open()]
+    assert PARAPHRASES[0] not in kept and len(kept) == 4
+    off = scrub_dataset(str(tmp_path / "ds"), load_contract(CONTRACTS / "triage.yaml"), str(tmp_path / "out2"))
+    assert off.dropped["leakage"] == 0 and off.rows_out == 6  # without the option a rewording stays

@@ -15,7 +15,8 @@ splits (default: test). A training row is contaminated by an item when
 
 N-grams are taken inside each message, never across the seam between a prompt and its answer, where structured
 answers would make every row look alike. Near copies of a test-split row are left to `leakage` only when
-`leakage` runs in the same invocation: a check never relies on one that is not running. Every finding says which
+`leakage` runs in the same invocation (reworded copies, found with `semantic`, too when `leakage` has
+`semantic` on): a check never relies on one that is not running. Every finding says which
 evidence matched, and the report names every contaminated evaluation item.
 """
 
@@ -259,6 +260,8 @@ class ContaminationCheck(_ClusterCheck):
                                                             self._config)
                 if jac >= threshold:
                     continue  # a near copy of a test row, and `leakage` runs: it reports it
+                if "cosine" in e and self.contract.options("leakage").get("semantic"):
+                    continue  # a reworded copy of a test row: `leakage` with `semantic` reports it
             per_row[k].append((it, "; ".join(said), score))
         for k, matched in sorted(per_row.items()):
             pos = train_pos[k]
