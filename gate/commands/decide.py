@@ -1,103 +1,42 @@
 """`gate decide`: PROMOTE or BLOCK a candidate against its frozen baseline (exit 0 / 100), or measure the A/A noise
 floor, or check the baseline alone against the target. Also the last step of `gate score`.
 
-The decision is recorded before the reports are written, so a decision.md on disk always has its row in DuckDB.
+The use case (decide, record, write the reports) is gate.decide.usecase, which `gate score` and the service run
+too; this module prints its result.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.report.console import make_console
 
-
-def _check_scorecard(scorecard: Any, aligned: Any) -> list[str]:
-    """The gates may evolve after scoring, the items may not: a changed suite file would pair different questions."""
-    from gate.errors import GateError
-
-    notes = []
-    for run in (aligned.baseline_run, aligned.candidate_run):
-        if run is None:
-            continue
-        if run["scorecard"] != scorecard.name:
-            raise GateError(f"run {run['run_id']} answered scorecard '{run['scorecard']}', not '{scorecard.name}'",
-                            file=scorecard.path)
-        recorded = run["suite_hashes"]
-        if isinstance(recorded, str):
-            import json
-
-            recorded = json.loads(recorded)
-        for name, sha in (recorded or {}).items():
-            if scorecard.suite_hashes.get(name, sha) != sha:
-                raise GateError(f"suite '{name}' changed since run {run['run_id']} was scored (sha256 differs)",
-                                file=scorecard.path)
-        if run["scorecard_sha256"] != scorecard.sha256:
-            notes.append(f"the scorecard changed since run {run['run_id']} was scored (same suites; gates as in "
-                         "the file now)")
-    return sorted(set(notes))
+if TYPE_CHECKING:
+    from gate.decide.usecase import Decided
 
 
-def decide_and_report(scorecard: Any, aligned: Any, *, mode: str, out: str, db: str | None, record: bool = True,
-                      seed: int | None = None, resamples: int | None = None, quiet: bool = False) -> int:
-    """Shared by `gate decide` and `gate score`: decide, record, write decision.md/json, print; returns the exit."""
-    from gate.decide import stats
-    from gate.decide.decision import decide
-    from gate.decide.report import print_decision, write_decision
+def print_decided(decided: Decided, console: Any, *, quiet: bool = False) -> None:
+    """The gates table (or, quiet, the one summary line) and where the reports and the record are."""
+    from gate.decide.report import print_decision
     from gate.store.db import db_path
-    from gate.store.releases import latest_noise_floor, record_decision
 
-    notes = _check_scorecard(scorecard, aligned)
-    floor = {}
-    if mode == "compare" and record:
-        from pathlib import Path
-
-        if Path(db_path(db)).exists():
-            floor = latest_noise_floor(scorecard.name, db)
-    decision = decide(scorecard, aligned, mode=mode, seed=stats.DEFAULT_SEED if seed is None else seed,
-                      resamples=resamples or stats.DEFAULT_RESAMPLES, noise_floor=floor)
-    decision.warnings[:0] = notes
-    if record:
-        record_decision(decision.record_row(), decision.gates, decision.comparisons, db)
-    json_path, md_path = write_decision(decision, out)
-    console = make_console()
+    decision = decided.decision
     if not quiet:
         print_decision(decision, console)
     else:
         console.print(decision.summary, markup=False, soft_wrap=True)
-    where = f" · record: {db_path(db)} (decision {decision.decision_id})" if record else ""
-    console.print(f"reports: {md_path}, {json_path}{where}", markup=False, soft_wrap=True)
-    return decision.exit_code
+    where = f" · record: {db_path(decided.db)} (decision {decision.decision_id})" if decided.recorded else ""
+    console.print(f"reports: {decided.md_path}, {decided.json_path}{where}", markup=False, soft_wrap=True)
 
 
 def run_decide_command(*, scorecard_path: str, db: str | None, out: str, comparison: str | None = None,
                        baseline_run: str | None = None, candidate_run: str | None = None, aa: bool = False,
                        baseline_only: str | None = None, seed: int | None = None, resamples: int | None = None,
                        record: bool = True, quiet: bool = False) -> int:
-    from gate.decide.align import load_aligned
-    from gate.errors import GateError
-    from gate.score.scorecard import load_scorecard
+    from gate.decide.usecase import decide_recorded_runs
 
-    if baseline_only and (aa or baseline_run or candidate_run or comparison):
-        raise GateError("--baseline-only takes one run and no other run options")
-    scorecard = load_scorecard(scorecard_path)
-    if baseline_only:
-        aligned = load_aligned(db, single=baseline_only)
-        mode = "baseline_only"
-    else:
-        aligned = load_aligned(db, comparison=comparison, baseline_run=baseline_run, candidate_run=candidate_run,
-                               scorecard=scorecard.name)
-        mode = "aa" if aa else "compare"
-    return decide_and_report(scorecard, aligned, mode=mode, out=out, db=db, record=record, seed=seed,
-                             resamples=resamples, quiet=quiet)
-
-
-def decide_after_score(scorecard: Any, runs: dict[str, str], *, out: str, db: str | None, quiet: bool = False) -> int:
-    """`gate score`'s last step: with a baseline, the release decision; with one model, the baseline-first check
-    of the absolute gates (is training needed at all for this target?)."""
-    from gate.decide.align import load_aligned
-
-    if "baseline" in runs and "candidate" in runs:
-        aligned = load_aligned(db, baseline_run=runs["baseline"], candidate_run=runs["candidate"])
-        return decide_and_report(scorecard, aligned, mode="compare", out=out, db=db, quiet=quiet)
-    aligned = load_aligned(db, single=next(iter(runs.values())))
-    return decide_and_report(scorecard, aligned, mode="baseline_only", out=out, db=db, quiet=quiet)
+    decided = decide_recorded_runs(scorecard_path=scorecard_path, db=db, out=out, comparison=comparison,
+                                   baseline_run=baseline_run, candidate_run=candidate_run, aa=aa,
+                                   baseline_only=baseline_only, seed=seed, resamples=resamples, record=record)
+    print_decided(decided, make_console(), quiet=quiet)
+    return decided.exit_code

@@ -14,17 +14,12 @@ def run_release_create(*, decision: str, release_id: str | None, base_model: str
                        training_run: str | None, by: str | None, notes: str | None, db: str | None,
                        quiet: bool = False) -> int:
     """Records the release; `quiet` prints its id alone, for `REL=$(gate release create -q ...)` in scripts."""
-    from gate.errors import GateError
-    from gate.release.record import build_release
-    from gate.store.releases import list_releases, record_release
+    from gate.release.record import create_release
 
-    row = build_release(decision_id=decision, db=db, release_id=release_id, base_model=base_model,
-                        base_revision=base_revision, tokenizer=tokenizer, scorecard=scorecard,
-                        data_checks=data_checks, fingerprints=fingerprints, training_run=training_run, by=by,
-                        notes=notes)
-    if any(r["release_id"] == row["release_id"] for r in list_releases(db)):
-        raise GateError(f"release '{row['release_id']}' already exists", field="--id")
-    record_release(row, db)
+    row = create_release(decision_id=decision, db=db, release_id=release_id, base_model=base_model,
+                         base_revision=base_revision, tokenizer=tokenizer, scorecard=scorecard,
+                         data_checks=data_checks, fingerprints=fingerprints, training_run=training_run, by=by,
+                         notes=notes)
     if quiet:
         print(row["release_id"])
         return int(ExitCode.PASS)

@@ -44,9 +44,9 @@ def run_data_door(out_dir: str, db: str | None, console: Any,
 
     `shown_as`: the folder the table names for the reports (the demo's `--out`, which points at this run's folder
     once it has passed), instead of the run folder's own long path."""
-    from gate.commands.check import exit_code_for
     from gate.contract import load_contract
     from gate.data.runner import run_checks
+    from gate.data.usecase import exit_code_for
     from gate.report.check_report import write_reports
     from gate.store.db import record_check_run
 

@@ -175,3 +175,15 @@ def build_release(*, decision_id: str, db: str | None, release_id: str | None = 
         "suite_hashes": cand.get("suite_hashes") or {}, "scores": scores, "dataset_fingerprints": fps,
         "data_checks": checks, "training_run": training_run, "notes": notes,
     }
+
+
+def create_release(*, decision_id: str, db: str | None, release_id: str | None = None, **pins: Any) -> dict[str, Any]:
+    """`gate release create`'s use case: the release row for one decision (`build_release`, with its `pins`),
+    refused when that id is taken, then recorded; returns the row (the command prints it)."""
+    from gate.store.releases import list_releases, record_release
+
+    row = build_release(decision_id=decision_id, db=db, release_id=release_id, **pins)
+    if any(r["release_id"] == row["release_id"] for r in list_releases(db)):
+        raise GateError(f"release '{row['release_id']}' already exists", field="--id")
+    record_release(row, db)
+    return row

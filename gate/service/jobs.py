@@ -3,7 +3,7 @@
 Why a thread in the service process and not a separate writer process: DuckDB lets one process write a file, and a
 reader in another process holds a shared lock that makes the writer's next connection fail; inside one process,
 every read-write connection shares one database instance. So the service process is the only one that opens the
-record, and the core functions (the CLI's own) write through that same instance from the worker thread.
+record, and the core's use cases (the CLI's own) write through that same instance from the worker thread.
 Why the queue lives in DuckDB: a job survives a crash of the service. At start-up, a job still marked `running`
 was interrupted; it is requeued while attempts remain and otherwise failed with the reason, so none is lost.
 """
@@ -48,11 +48,12 @@ def list_jobs(cfg: ServiceConfig, *, status: str | None = None, limit: int = 100
 
 
 def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """Runs one job with the CLI's own core functions; returns (exit code, result summary)."""
+    """Runs one job with the core's use cases (the CLI's own, which print nothing); returns (exit code, result
+    summary)."""
     p = job["params"]
     out = job["report_dir"]
     if job["kind"] == "check":
-        from gate.commands.check import check_dataset
+        from gate.data.usecase import check_dataset
 
         run, code = check_dataset(dataset=p["dataset"], contract_path=p["contract"], report_dir=out,
                                   checks=p.get("checks"), db=cfg.db, record=True, workers=cfg.check_workers,
@@ -60,18 +61,22 @@ def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any
                                   progress=False)
         return code, {"run_id": run.run_id, "verdict": run.verdict, "rows": run.rows}
     if job["kind"] == "score":
-        from gate.commands.score import run_score_command
+        from gate.score.usecase import score_scorecard
 
-        code = run_score_command(candidate=p["candidate"], scorecard_path=p["scorecard"], baseline=p.get("baseline"),
-                                 engine=p.get("engine", "embedded"), adapter=p.get("adapter"),
-                                 base_url=p.get("base_url"), db=cfg.db, out=out, epoch=p.get("epoch", 0),
-                                 limit=p.get("limit"), quiet=True, tool_parser=p.get("tool_parser"),
-                                 reasoning_parser=p.get("reasoning_parser"),
-                                 baseline_adapter=p.get("baseline_adapter"),
-                                 chat_template=p.get("chat_template"), model_hash=p.get("model_hash"),
-                                 baseline_model_hash=p.get("baseline_model_hash"))
+        scored = score_scorecard(candidate=p["candidate"], scorecard_path=p["scorecard"], baseline=p.get("baseline"),
+                               engine=p.get("engine", "embedded"), adapter=p.get("adapter"),
+                               base_url=p.get("base_url"), db=cfg.db, out=out, epoch=p.get("epoch", 0),
+                               limit=p.get("limit"), tool_parser=p.get("tool_parser"),
+                               reasoning_parser=p.get("reasoning_parser"),
+                               baseline_adapter=p.get("baseline_adapter"),
+                               chat_template=p.get("chat_template"), model_hash=p.get("model_hash"),
+                               baseline_model_hash=p.get("baseline_model_hash"))
+        code = scored.exit_code
         # complete: every answer scored and recorded; the exit code carries the decision (0 PROMOTE, 100 BLOCK)
-        return code, {"complete": code in (ExitCode.PASS, ExitCode.GATE_FAILED)}
+        result: dict[str, Any] = {"complete": code in (ExitCode.PASS, ExitCode.GATE_FAILED)}
+        if scored.plan.warnings:  # what the CLI says on stderr, the job says in its result
+            result["warnings"] = scored.plan.warnings
+        return code, result
     if job["kind"] in ("promote", "rollback"):
         from gate.service.release_actions import execute_release_job
 

@@ -1,0 +1,81 @@
+"""The `gate check` use case: run a contract's checks over a dataset, write the reports, record the run.
+
+Why in the core and not in gate/commands: the CLI and the service's job worker both run it, and the service must
+never import a command (a command prints; nothing may print from a service thread). It returns the run and the exit
+code; the command prints them (gate.report.terminal), the service stores a summary in its job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gate.data.runner import CheckRun
+from gate.errors import ExitCode
+
+
+def exit_code_for(run: CheckRun, fail_on: str = "error") -> int:
+    if fail_on == "never":
+        return ExitCode.PASS
+    # a check that failed on the pull request's base already, with nothing new, is a warning that never fails the
+    # change (gate.data.novelty); `--fail-on-existing` keeps it a failure
+    statuses = {r.status for r in run.results if not r.details.get("existing_only")}
+    if "fail" in statuses or (fail_on == "warning" and "warn" in statuses):
+        return ExitCode.GATE_FAILED
+    return ExitCode.PASS
+
+
+def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None, db: str | None,
+                  record: bool, workers: int | None, fail_on: str, max_examples: int, tokenizer: str | None = None,
+                  progress: bool | None = None, engine: str = "local", address: str | None = None,
+                  base: str | None = None, index: str | None = None, base_check: Any = None,
+                  fail_on_existing: bool = False, snippets: str = "masked") -> tuple[CheckRun, int]:
+    """The core of `gate check` without any terminal output: the CLI and the service's jobs both run this.
+
+    `base_check` (a gate.data.novelty.BaseCheck, in a pull-request run): every finding is marked new or existing
+    against it before the verdict, the reports and the record. `snippets="none"`: no finding carries any context
+    into the reports or the record (the masked default is built by the checks, see gate.pii.redact)."""
+    from gate.contract import load_contract
+    from gate.contract.model import TokenizerRef
+    from gate.data.runner import run_checks
+    from gate.report.check_report import write_reports
+
+    contract = load_contract(contract_path)
+    if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
+        contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
+    if base is not None:  # incremental: the rows changed since the git ref, against the dataset's index
+        from gate.index.incremental import run_incremental
+
+        run = run_incremental(dataset, contract, base, index_dir=index, checks=checks, workers=workers)
+    else:
+        run = run_checks(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
+                         address=address)
+    if snippets == "none":
+        _drop_snippets(run)
+    if base_check is not None:
+        from gate.data.novelty import mark
+
+        mark(run, base_check, fail_on_existing=fail_on_existing)
+    code = exit_code_for(run, fail_on)
+    write_reports(run, report_dir, max_examples)
+    if record:
+        from gate.store.db import db_path, record_check_run
+
+        record_check_run(run, int(code), db)
+        run.options["db"] = db_path(db)
+    return run, int(code)
+
+
+def _drop_snippets(run: CheckRun) -> None:
+    """`--snippets none`: every finding's snippet and every snippet a check put in its details (boilerplate's
+    repeated segments) removed, before anything is written."""
+    def strip(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if k != "snippet"}
+        if isinstance(obj, list):
+            return [strip(v) for v in obj]
+        return obj
+
+    for res in run.results:
+        res.findings[:] = [dataclasses.replace(f, snippet=None) for f in res.findings]
+        res.details = strip(res.details)
