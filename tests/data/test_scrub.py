@@ -27,7 +27,8 @@ def test_scrubbed_fixture_passes_pii_secret_and_dedup(tmp_path, kind):
     run = run_checks(str(tmp_path / "out"), contract, checks=CLEAN_AFTER, progress=False)
     assert {r.name: len(r.findings) for r in run.results} == dict.fromkeys(CLEAN_AFTER, 0)
     faults = json.loads((src / "FAULTS.json").read_text())
-    planted = {c: sum(f["check"] == c for f in faults) for c in ("exact_duplicate", "near_duplicate", "leakage")}
+    planted = {c: sum(f["check"] == c and "reworded copy" not in f["note"] for f in faults)  # semantic: off
+               for c in ("exact_duplicate", "near_duplicate", "leakage")}
     assert {k: out.dropped[k] for k in planted} == planted
     assert out.rows_out == out.rows_in - sum(out.dropped.values())
     manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text())
