@@ -32,7 +32,10 @@ def _planted_found(run: object, faults_file: Path) -> str:
     import json
 
     ran = {r.name for r in run.results if r.status != "skipped"}  # type: ignore[attr-defined]
-    planted = {(f["check"], f["split"], f["row"]) for f in json.loads(faults_file.read_text()) if f["check"] in ran}
+    # reworded copies are found by the semantic options, which are opt-in (the demo's contracts leave them off)
+    semantic = "semantic_duplicate" in ran
+    planted = {(f["check"], f["split"], f["row"]) for f in json.loads(faults_file.read_text())
+               if f["check"] in ran and (semantic or "reworded copy" not in f["note"])}
     got = {(f.check, f.split, f.row) for r in run.results for f in r.findings}  # type: ignore[attr-defined]
     extra = len(got - planted)
     return f"{len(planted & got)}/{len(planted)}" + (f", {extra} extra" if extra else "")
