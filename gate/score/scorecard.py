@@ -175,33 +175,63 @@ def _gold_warnings(suites: list[Suite], specs: list[ScorerSpec], strict: bool) -
     return out
 
 
-def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scorecard:
-    doc = yamlio.read(p, what="scorecard", error=ScorecardError)
-    doc.validate(SCORECARD_SCHEMA)
-    data, fail = doc.data, doc.fail
+class _Refs:
+    """How a scorecard names other files: paths relative to the scorecard, contracts loaded with their errors
+    reported at the scorecard field that names them, and the scorecard's own file:line:field `fail`."""
 
-    def resolve(rel: str) -> Path:
+    def __init__(self, p: Path, fail: Any) -> None:
+        self.p = p
+        self.fail = fail
+
+    def resolve(self, rel: str) -> Path:
         if "\x00" in rel:  # the OS refuses such a path with a bare ValueError
-            raise ScorecardError(f"a file reference contains a NUL byte: {rel!r}", file=str(p))
+            raise ScorecardError(f"a file reference contains a NUL byte: {rel!r}", file=str(self.p))
         q = Path(rel)
-        return q if q.is_absolute() else (p.parent / q).resolve()
+        return q if q.is_absolute() else (self.p.parent / q).resolve()
 
-    def contract_part(rel: str, fpath: list[Any]) -> Any:
+    def contract_part(self, rel: str, fpath: list[Any]) -> Any:
         from gate.contract.model import load_contract
 
         try:
-            return load_contract(resolve(rel))
+            return load_contract(self.resolve(rel))
         except GateError as exc:
-            raise fail(f"contract reference: {exc}", fpath) from None
+            raise self.fail(f"contract reference: {exc}", fpath) from None
 
-    # suites
+
+def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scorecard:
+    doc = yamlio.read(p, what="scorecard", error=ScorecardError)
+    doc.validate(SCORECARD_SCHEMA)
+    data = doc.data
+    refs = _Refs(p, doc.fail)
+    names, suites = _suites(data, refs, load_suites)
+    prompt = data.get("prompt") or {}
+    tools = _prompt_tools(prompt, refs)
+    response_format = _response_format(prompt, data["name"], refs)
+    specs, snames = _scorer_specs(data, names, tools, refs)
+    warnings = _gold_warnings(suites, specs, strict)
+    _check_gates(data, names, snames, doc.fail)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return Scorecard(
+        path=str(p), name=data["name"], version=str(data["version"]),
+        sha256=hashlib.sha256(canonical.encode()).hexdigest(), raw=data, suites=tuple(suites),
+        scorers=tuple(specs), decoding=dict(data["decoding"]), system=prompt.get("system"),
+        system_mode=prompt.get("system_mode", "keep"), tools=tuple(tools) if tools is not None else None,
+        tool_choice=prompt.get("tool_choice"), response_format=response_format,
+        chat_template_kwargs=dict(prompt.get("chat_template_kwargs") or {}),
+        gates=tuple(dict(g) for g in data.get("gates") or []), kind=data.get("kind", "quality"),
+        rollback_triggers=tuple(dict(t) for t in data.get("rollback_triggers") or []), warnings=tuple(warnings))
+
+
+def _suites(data: dict[str, Any], refs: _Refs, load_suites: bool) -> tuple[set[str], list[Suite]]:
+    """The declared suite names, and (with `load_suites`) the suites read and checked against a pinned sha256."""
+    fail = refs.fail
     suites: list[Suite] = []
     names: set[str] = set()
     for i, s in enumerate(data["suites"]):
         if s["name"] in names:
             raise fail(f"suite '{s['name']}' is declared twice", ["suites", i, "name"])
         names.add(s["name"])
-        sp = resolve(s["path"])
+        sp = refs.resolve(s["path"])
         if not sp.is_file():
             raise fail(f"suite file not found: {sp}", ["suites", i, "path"])
         if load_suites:
@@ -210,9 +240,13 @@ def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scoreca
                 raise fail(f"suite file changed: sha256 {suite.sha256[:12]}… is not the pinned one",
                            ["suites", i, "sha256"])
             suites.append(suite)
+    return names, suites
 
-    # prompt wrapper
-    prompt = data.get("prompt") or {}
+
+def _prompt_tools(prompt: dict[str, Any], refs: _Refs) -> list[dict[str, Any]] | None:
+    """The tool catalogue sent with every prompt: given inline (each parameters schema checked by the same schema
+    gate as a contract's) or taken from a contract."""
+    fail = refs.fail
     tools: list[dict[str, Any]] | None = [dict(t) for t in prompt["tools"]] if "tools" in prompt else None
     for j, t in enumerate(tools or []):  # the tool scorer validates calls against these: the same schema gate
         params = (t.get("function") or {}).get("parameters") if isinstance(t.get("function"), dict) else None
@@ -226,29 +260,40 @@ def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scoreca
     if prompt.get("tools_from_contract"):
         if tools is not None:
             raise fail("give tools or tools_from_contract, not both", ["prompt", "tools_from_contract"])
-        c = contract_part(prompt["tools_from_contract"], ["prompt", "tools_from_contract"])
+        c = refs.contract_part(prompt["tools_from_contract"], ["prompt", "tools_from_contract"])
         if not c.tools:
             raise fail("the contract has no tool catalogue", ["prompt", "tools_from_contract"])
         tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                    "parameters": thaw(t.parameters)}} for t in c.tools]
+    return tools
+
+
+def _response_format(prompt: dict[str, Any], card_name: str, refs: _Refs) -> dict[str, Any] | None:
+    """The OpenAI-style `response_format` of every request, its schema inline or taken from a contract."""
+    fail = refs.fail
     rf = dict(prompt["response_format"]) if prompt.get("response_format") else None
     if rf and rf.get("schema_from_contract"):
-        c = contract_part(rf.pop("schema_from_contract"), ["prompt", "response_format", "schema_from_contract"])
+        c = refs.contract_part(rf.pop("schema_from_contract"), ["prompt", "response_format", "schema_from_contract"])
         if c.output_schema is None:
             raise fail("the contract has no output schema", ["prompt", "response_format", "schema_from_contract"])
         rf["schema"] = thaw(c.output_schema)
-    response_format = None
     if rf and rf["type"] == "json_schema":
         if "schema" not in rf:
             raise fail("json_schema needs schema or schema_from_contract", ["prompt", "response_format"])
-        js = {"name": rf.get("name", data["name"]), "schema": rf["schema"]}
+        js = {"name": rf.get("name", card_name), "schema": rf["schema"]}
         if "strict" in rf:
             js["strict"] = rf["strict"]
-        response_format = {"type": "json_schema", "json_schema": js}
-    elif rf:
-        response_format = {"type": rf["type"]}
+        return {"type": "json_schema", "json_schema": js}
+    if rf:
+        return {"type": rf["type"]}
+    return None
 
-    # scorers
+
+def _scorer_specs(data: dict[str, Any], names: set[str], tools: list[dict[str, Any]] | None, refs: _Refs
+                  ) -> tuple[list[ScorerSpec], dict[str, str]]:
+    """Each scorer with its options resolved (file references read, the prompt's tools injected), and the map
+    scorer name -> type the gates are checked against."""
+    fail = refs.fail
     specs: list[ScorerSpec] = []
     snames: dict[str, str] = {}
     for i, s in enumerate(data["scorers"]):
@@ -260,13 +305,16 @@ def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scoreca
             if sn not in names:
                 raise fail(f"no suite named '{sn}'", [*where, "suites", j])
         opts = dict(s.get("options") or {})
-        opts = _resolve_options(s["type"], opts, tools, resolve, lambda m, k, w=where: fail(m, [*w, "options"], k),
-                                contract_part, [*where, "options"])
+        opts = _resolve_options(s["type"], opts, tools, refs.resolve,
+                                lambda m, k, w=where: fail(m, [*w, "options"], k), refs.contract_part,
+                                [*where, "options"])
         specs.append(ScorerSpec(s["name"], s["type"], opts, tuple(s["suites"]) if "suites" in s else None))
+    return specs, snames
 
-    warnings = _gold_warnings(suites, specs, strict)
 
-    # gates: plain data for the release step; only references are checked
+def _check_gates(data: dict[str, Any], names: set[str], snames: dict[str, str], fail: Any) -> None:
+    """Gates stay plain data for the release step; only their references and rule combinations are checked here,
+    and gate and rollback-trigger names are unique."""
     for i, g in enumerate(data.get("gates") or []):
         if g["scorer"] not in snames:
             raise fail(f"no scorer named '{g['scorer']}'", ["gates", i, "scorer"])
@@ -290,17 +338,6 @@ def _load_scorecard(p: Path, load_suites: bool, strict: bool = False) -> Scoreca
     for i, name in enumerate(trigger_names):
         if name in trigger_names[:i]:
             raise fail(f"rollback trigger '{name}' is declared twice", ["rollback_triggers", i, "name"])
-
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return Scorecard(
-        path=str(p), name=data["name"], version=str(data["version"]),
-        sha256=hashlib.sha256(canonical.encode()).hexdigest(), raw=data, suites=tuple(suites),
-        scorers=tuple(specs), decoding=dict(data["decoding"]), system=prompt.get("system"),
-        system_mode=prompt.get("system_mode", "keep"), tools=tuple(tools) if tools is not None else None,
-        tool_choice=prompt.get("tool_choice"), response_format=response_format,
-        chat_template_kwargs=dict(prompt.get("chat_template_kwargs") or {}),
-        gates=tuple(dict(g) for g in data.get("gates") or []), kind=data.get("kind", "quality"),
-        rollback_triggers=tuple(dict(t) for t in data.get("rollback_triggers") or []), warnings=tuple(warnings))
 
 
 def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str, Any]] | None, resolve: Any,
