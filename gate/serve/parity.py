@@ -12,7 +12,6 @@ so top) token over the prefix where the tokens still agree. Tolerances come from
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
+from gate.io.rows import iter_jsonl
 from gate.serve.engine import Engine
 from gate.serve.types import Request, Response
 
@@ -130,19 +130,13 @@ def read_prompts(path: str | Path | None, limit: int | None = None) -> list[tupl
         return msgs[:limit] if limit else msgs
     out: list[tuple[dict[str, Any], ...]] = []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise ParityError(f"cannot read prompts ({exc.strerror})", file=str(path)) from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ParityError(f"invalid JSON ({exc.msg})", file=str(path), line=n) from None
-        if isinstance(row, dict) and isinstance(row.get("prompt"), str):
+    for n, row in iter_jsonl(raw, str(path)):  # a bad line: one InputError naming file and line (gate.io.rows)
+        if isinstance(row.get("prompt"), str):
             out.append(({"role": "user", "content": row["prompt"]},))
-        elif isinstance(row, dict) and isinstance(row.get("messages"), list) and all(
+        elif isinstance(row.get("messages"), list) and all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) for m in row["messages"]):
             out.append(tuple(m for m in row["messages"] if m["role"] != "assistant"))
         else:

@@ -1,7 +1,8 @@
 """Every JSONL file gate reads goes through one reader (gate.io.rows): a bad line reads the same in all of them.
 
-Scorecard suites, evaluation sets, production metrics, probe rows and datasets each had their own loop, with their
-own wording, and two of them let a byte order mark or invalid UTF-8 through as a traceback or a wrong error.
+Scorecard suites, evaluation sets, production metrics, probe rows, parity prompts and datasets each had their own
+loop, with their own wording; invalid UTF-8 in probe rows or parity prompts was a traceback, and a byte order mark
+was refused by some and read by others.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gate.io.rows import parse_chunk
 from gate.probe.batch import read_rows
 from gate.release.watch import read_metrics
 from gate.score.scorecard import load_suite
+from gate.serve.parity import read_prompts
 
 #: a row every reader accepts: a suite item, an evaluation item, a metrics row and a probe row at once
 GOOD = {"id": "a", "category": "c", "messages": [{"role": "user", "content": "hi"}], "expected": "ok",
@@ -37,6 +39,7 @@ READERS: dict[str, Callable[[Path], Any]] = {
     "metrics": lambda p: read_metrics(str(p)),
     "probe rows": lambda p: read_rows(p, 10),
     "dataset": _dataset,
+    "parity prompts": read_prompts,
 }
 
 BAD_SECOND_LINES = {
