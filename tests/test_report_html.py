@@ -55,7 +55,7 @@ def test_cli_writes_a_self_contained_check_page(run: dict[str, Any], tmp_path: P
     assert 'class="verdict v-fail">fail<' in html.split("</h1>", 1)[0]
     results = {re.search(r'data-check="([^"]+)"', row).group(1): row for row in _rows(html, "check-results")}
     assert set(results) == set(CHECKS.split(","))
-    assert "clusters 4" in results["exact_duplicate"] and "scanned 591" in results["pii"]
+    assert "clusters 4" in results["exact_duplicate"] and "scanned 593" in results["pii"]
     # the four planted near-duplicate pairs, each a cluster of 2 with its Jaccard similarity
     clusters = _rows(html, "clusters")
     assert len(clusters) == 4 and all("near_duplicate" in c and "similarity 0.8" in c for c in clusters)
