@@ -5,7 +5,7 @@ store's (gate.store.service). Findings leave the service redacted, like every re
 """
 
 # No `from __future__ import annotations`: FastAPI reads the route signatures, and the role aliases below are
-# local to create_app, so the annotations must be real objects, not strings.
+# local to each area's routes (they close over the configuration), so the annotations must be real objects.
 
 import importlib.util
 import logging
@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,9 +91,32 @@ def _sweep_orphan_uploads(cfg: ServiceConfig) -> None:
 
 
 def create_app(cfg: ServiceConfig) -> FastAPI:
-    """The service for one configuration; the job worker starts and stops with the app's lifespan."""
-    runner = JobRunner(cfg) if cfg.run_jobs else None
+    """The service for one configuration; the job worker starts and stops with the app's lifespan.
 
+    Assembled from named parts, one per area (submitting work, jobs, reads of the record, tokens, release moves,
+    the dashboard), in the order their routes are matched."""
+    runner = JobRunner(cfg) if cfg.run_jobs else None
+    app = FastAPI(title="gate", version=__version__, lifespan=_lifespan(cfg, runner),
+                  description="Data-and-evaluation gatekeeper: dataset checks, score runs, decisions and releases.")
+    app.state.config = cfg
+    app.exception_handler(GateError)(_gate_error)
+    app.add_middleware(BodyLimit, default=cfg.max_body_bytes, per_path={UPLOAD_PATH: cfg.max_upload_bytes})
+    require = _require(cfg)
+    queue = _queue(cfg, runner)
+    app.add_api_route("/health", health, methods=["GET"], tags=["service"])
+    app.include_router(_submit_routes(cfg, require, queue))
+    app.include_router(_job_routes(cfg, require))
+    app.include_router(_record_routes(cfg, require))
+    app.include_router(_token_routes(cfg, require))
+    from gate.service import release_actions
+
+    release_actions.mount(app, require, queue)
+    _mount_dashboard(app)
+    return app
+
+
+def _lifespan(cfg: ServiceConfig, runner: JobRunner | None) -> Callable[[FastAPI], Any]:
+    """Start-up and shut-down: the record held, orphan uploads swept, the worker started; all undone at the end."""
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         from gate.store.db import single_writer
@@ -109,16 +132,24 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
             if runner is not None:
                 runner.stop()
 
-    app = FastAPI(title="gate", version=__version__, lifespan=lifespan,
-                  description="Data-and-evaluation gatekeeper: dataset checks, score runs, decisions and releases.")
-    app.state.config = cfg
+    return lifespan
 
-    @app.exception_handler(GateError)
-    async def _gate_error(_: Request, exc: GateError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=503)
 
-    app.add_middleware(BodyLimit, default=cfg.max_body_bytes, per_path={UPLOAD_PATH: cfg.max_upload_bytes})
+async def _gate_error(_: Request, exc: GateError) -> JSONResponse:
+    """The core could not do it (bad input it found, the record unavailable): its one line, never a traceback."""
+    return JSONResponse({"detail": str(exc)}, status_code=503)
 
+
+def health() -> dict[str, str]:
+    return {"status": "ok", "version": __version__}
+
+
+Require = Callable[[Perm], Callable[..., Principal]]
+Queue = Callable[..., dict[str, Any]]
+
+
+def _require(cfg: ServiceConfig) -> Require:
+    """`require(perm)`: the dependency that admits a bearer token whose role has `perm` (401 unknown, 403 role)."""
     def require(perm: Perm) -> Callable[..., Principal]:
         def dependency(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
             if creds is None or creds.scheme.lower() != "bearer":
@@ -131,29 +162,35 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
             return who
         return dependency
 
-    Reader = Annotated[Principal, Depends(require(Perm.read))]
-    Checker = Annotated[Principal, Depends(require(Perm.submit_check))]
-    Scorer = Annotated[Principal, Depends(require(Perm.submit_score))]
+    return require
 
-    def _queued(kind: str, params: dict[str, Any], who: Principal, job_id: str | None = None) -> dict[str, Any]:
+
+def _queue(cfg: ServiceConfig, runner: JobRunner | None) -> Queue:
+    """`queue(kind, params, who, job_id=None)`: the job recorded, the worker woken (no polling delay)."""
+    def queued(kind: str, params: dict[str, Any], who: Principal, job_id: str | None = None) -> dict[str, Any]:
         job = submit(cfg, kind, params, who.name, job_id)
         if runner is not None:
             runner.wake()
         return job
 
-    @app.get("/health", tags=["service"])
-    def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+    return queued
 
-    @app.post("/checks", status_code=202, tags=["checks"])
+
+def _submit_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRouter:
+    """Work handed to the job queue: a check of a dataset under a root or uploaded, a score run."""
+    Checker = Annotated[Principal, Depends(require(Perm.submit_check))]
+    Scorer = Annotated[Principal, Depends(require(Perm.submit_score))]
+    router = APIRouter()
+
+    @router.post("/checks", status_code=202, tags=["checks"])
     def submit_check(body: CheckRequest, who: Checker) -> dict[str, Any]:
         """Queue a `gate check` of a dataset that is already under one of the roots."""
         params = body.model_dump()
         params["dataset"] = _confine(cfg, body.dataset, "dataset")
         params["contract"] = _confine(cfg, body.contract, "contract")
-        return _queued("check", params, who)
+        return queue("check", params, who)
 
-    @app.post(UPLOAD_PATH, status_code=202, tags=["checks"])
+    @router.post(UPLOAD_PATH, status_code=202, tags=["checks"])
     def submit_check_upload(who: Checker, file: Annotated[UploadFile, File(description="One .jsonl or .parquet "
                                                                                         "dataset file.")],
                             contract: Annotated[str, Form()],
@@ -177,9 +214,9 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
         params = {"dataset": str(dest_dir / name), "contract": contract_path, "fail_on": fail_on,
                   "checks": [c.strip() for c in checks.split(",") if c.strip()] if checks else None,
                   "max_examples": 10, "uploaded": name}
-        return _queued("check", params, who, job_id)
+        return queue("check", params, who, job_id)
 
-    @app.post("/scores", status_code=202, tags=["scores"])
+    @router.post("/scores", status_code=202, tags=["scores"])
     def submit_score(body: ScoreRequest, who: Scorer) -> dict[str, Any]:
         """Queue a `gate score` run; model directories must be under the roots unless served by URL."""
         params = body.model_dump()
@@ -193,21 +230,29 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
             for key in ("candidate", "baseline", "adapter", "baseline_adapter"):
                 if params.get(key):
                     params[key] = _confine(cfg, params[key], key)
-        return _queued("score", params, who)
+        return queue("score", params, who)
 
-    @app.get("/jobs", tags=["jobs"])
+    return router
+
+
+def _job_routes(cfg: ServiceConfig, require: Require) -> APIRouter:
+    """The queue as a reader sees it: jobs, one job, the reports a job wrote."""
+    Reader = Annotated[Principal, Depends(require(Perm.read))]
+    router = APIRouter(tags=["jobs"])
+
+    @router.get("/jobs")
     def jobs(_: Reader, status: Literal["queued", "running", "done", "failed"] | None = None,
              limit: Limit = 100) -> list[dict[str, Any]]:
         return list_jobs(cfg, status=status, limit=limit)
 
-    @app.get("/jobs/{job_id}", tags=["jobs"])
+    @router.get("/jobs/{job_id}")
     def job(job_id: str, _: Reader) -> dict[str, Any]:
         got = get_job(cfg, job_id)
         if got is None:
             raise HTTPException(404, f"no job {job_id!r}")
         return got
 
-    @app.get("/jobs/{job_id}/files/{name}", tags=["jobs"])
+    @router.get("/jobs/{job_id}/files/{name}")
     def job_file(job_id: str, name: str, _: Reader) -> FileResponse:
         """A report the job wrote (report.md, report.json, junit.xml, scores.md, scores.json); all are redacted."""
         got = get_job(cfg, job_id)
@@ -215,11 +260,19 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
             raise HTTPException(404, f"no {name!r} for job {job_id!r}")
         return FileResponse(Path(got["report_dir"]) / name)
 
-    @app.get("/checks/runs", tags=["checks"])
+    return router
+
+
+def _record_routes(cfg: ServiceConfig, require: Require) -> APIRouter:
+    """Reads of the record (gate.store.service): check runs and their findings, score runs, decisions, releases."""
+    Reader = Annotated[Principal, Depends(require(Perm.read))]
+    router = APIRouter()
+
+    @router.get("/checks/runs", tags=["checks"])
     def check_runs(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
         return store.api_check_runs(cfg.db, limit)
 
-    @app.get("/checks/runs/{run_id}/findings", tags=["checks"])
+    @router.get("/checks/runs/{run_id}/findings", tags=["checks"])
     def findings(run_id: str, _: Reader, limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
         """Findings of one check run; snippets and messages are masked again on the way out."""
         from gate.pii.redact import mask_loose as mask
@@ -233,28 +286,33 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
             r["snippet"] = mask(r["snippet"] or "")
         return {"run_id": run_id, "verdict": run["verdict"], "findings": rows}
 
-    @app.get("/scores/runs", tags=["scores"])
+    @router.get("/scores/runs", tags=["scores"])
     def score_runs(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
         return store.api_score_runs(cfg.db, limit)
 
-    @app.get("/decisions", tags=["releases"])
+    @router.get("/decisions", tags=["releases"])
     def decisions(_: Reader, limit: Limit = 100) -> list[dict[str, Any]]:
         return store.api_decisions(cfg.db, limit)
 
-    @app.get("/releases", tags=["releases"])
+    @router.get("/releases", tags=["releases"])
     def releases(_: Reader) -> dict[str, Any]:
         rel, hist = store.api_releases(cfg.db)
         return {"current": hist[-1]["release_id"] if hist else None, "releases": rel, "history": hist}
 
-    # Tokens over HTTP: while the service runs it holds the database file, so `gate token --url` comes here.
-    Admin = Annotated[Principal, Depends(require(Perm.manage_tokens))]
+    return router
 
-    @app.get("/tokens", tags=["tokens"])
+
+def _token_routes(cfg: ServiceConfig, require: Require) -> APIRouter:
+    """Tokens over HTTP: while the service runs it holds the database file, so `gate token --url` comes here."""
+    Admin = Annotated[Principal, Depends(require(Perm.manage_tokens))]
+    router = APIRouter(tags=["tokens"])
+
+    @router.get("/tokens")
     def tokens(_: Admin) -> list[dict[str, Any]]:
         """Names, roles and states; never a token or its digest."""
         return store.list_tokens(cfg.db)
 
-    @app.post("/tokens", status_code=201, tags=["tokens"])
+    @router.post("/tokens", status_code=201)
     def new_token(body: TokenRequest, who: Admin, response: Response) -> dict[str, str]:
         """Create a token; this response is the only time it is shown (only its salted digest is stored)."""
         if any(t["name"] == body.name for t in store.list_tokens(cfg.db)):
@@ -270,7 +328,7 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
         log.info("token %r (%s) created by %s", body.name, body.role.value, who.name)
         return {"name": body.name, "role": body.role.value, "token": token}
 
-    @app.delete("/tokens/{name}", tags=["tokens"])
+    @router.delete("/tokens/{name}")
     def revoke(name: str, who: Admin) -> dict[str, Any]:
         """Revoke a token at once: its next request gets 401. Revoking a revoked token is not an error."""
         if not store.revoke_token(cfg.db, name):
@@ -278,13 +336,13 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
         log.info("token %r revoked by %s", name, who.name)
         return {"name": name, "revoked": True}
 
-    from gate.service import release_actions
+    return router
 
-    release_actions.mount(app, require, _queued)
+
+def _mount_dashboard(app: FastAPI) -> None:
+    """The dashboard's pages under /dashboard, when that part of gate is installed."""
     if importlib.util.find_spec("gate.dashboard") is not None \
             and importlib.util.find_spec("gate.dashboard.routes") is not None:
         from gate.dashboard.routes import router
 
         app.include_router(router, prefix=DASHBOARD_PREFIX)
-    return app
-
