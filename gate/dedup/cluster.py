@@ -292,7 +292,6 @@ class ShingleSets:
         # keys arrive grouped by document (ascending), unsorted inside each: timsort merges such runs ~5x faster
         keys = np.sort(np.repeat(np.arange(m, dtype=np.int64), batch.sizes) * self._v + dense, kind="stable")
         self._keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
-        self._ids = self._keys % self._v  # dense shingle id of every key (the lookups' right half)
         self.sizes = np.bincount(self._keys // self._v, minlength=m)
         self._start = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(self.sizes, out=self._start[1:])
@@ -328,8 +327,8 @@ class ShingleSets:
             pos = np.repeat(start[small[lo:hi]] - run, qn)
             pos += np.arange(pos.size, dtype=np.int64)  # the smaller set's key positions, pair after pair
             if pos.size:
-                query = np.repeat(big[lo:hi] * v, qn)
-                query += self._ids[pos]
+                query = np.repeat((big[lo:hi] - small[lo:hi]) * v, qn)  # doc * V + id, moved to the bigger doc
+                query += keys[pos]
                 k0, k1 = int(start[big[lo]]), int(start[big[hi - 1] + 1])  # the bigger sets' keys, contiguous
                 window = keys[k0:k1]
                 hit = np.searchsorted(window, query)
@@ -364,15 +363,23 @@ class ShingleSets:
         return keep
 
     def _bin_counts(self) -> np.ndarray:
-        """(docs x BOUND_BINS) distinct shingles per document and bin (bin = dense id mod BOUND_BINS), built once;
-        uint8 unless a bin holds more than 255 shingles of one document (then wide enough: never saturated)."""
+        """(docs x BOUND_BINS) distinct shingles per document and bin (bin = dense id mod BOUND_BINS), built once in
+        slices of documents (the int64 counts of a slice only); uint8 unless a bin holds more than 255 shingles of
+        one document, then widened (never saturated: a saturated count would make the bound unsound)."""
         if self._bins is None:
-            m = self.sizes.size
-            flat = np.bincount(self._keys // self._v * BOUND_BINS + self._ids % BOUND_BINS,
-                               minlength=m * BOUND_BINS)
-            top = int(flat.max()) if flat.size else 0
-            dtype = np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.int64
-            self._bins = flat.astype(dtype).reshape(m, BOUND_BINS)
+            m, keys, v, start = self.sizes.size, self._keys, self._v, self._start
+            bins = np.zeros((m, BOUND_BINS), dtype=np.uint8)
+            step = 1 << 14
+            for d0 in range(0, m, step):
+                d1 = min(d0 + step, m)
+                part = keys[start[d0]:start[d1]]
+                flat = np.bincount((part // v - d0) * BOUND_BINS + part % v % BOUND_BINS,
+                                   minlength=(d1 - d0) * BOUND_BINS)
+                top = int(flat.max()) if flat.size else 0
+                if top > np.iinfo(bins.dtype).max:
+                    bins = bins.astype(np.uint16 if top <= 0xFFFF else np.int64)
+                bins[d0:d1] = flat.reshape(d1 - d0, BOUND_BINS)
+            self._bins = bins
         return self._bins
 
     def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -376,3 +376,20 @@ def test_signature_prefilter_counts_equal_bytes_exactly(num_perm: int) -> None:
     equal = (low[left] == low[right]).sum(axis=1)
     for floor in (0, 1, num_perm // 2, num_perm - num_perm // 3, num_perm):
         assert (_prefilter(low, left, right, floor) == (equal >= floor)).all()
+
+
+def test_shingle_bin_counts_built_in_slices_equal_one_bincount() -> None:
+    """The per-document bin counts are built in slices of 16,384 documents (bounded memory); across slice edges they
+    equal one bincount over all keys, and the bound stays sound there."""
+    from gate.dedup.cluster import BOUND_BINS
+
+    rng = np.random.default_rng(5)
+    texts = [" ".join(f"w{x}" for x in rng.integers(0, 400, int(rng.integers(1, 30)))) for _ in range(17_000)]
+    sets = ShingleSets(shingle_batch(texts))
+    docs, ids = sets._keys // sets._v, sets._keys % sets._v
+    whole = np.bincount(docs * BOUND_BINS + ids % BOUND_BINS, minlength=len(texts) * BOUND_BINS)
+    assert (sets._bin_counts().astype(np.int64).ravel() == whole).all()
+    a = np.arange(16_370, 16_400, dtype=np.int64)
+    b = a[::-1].copy()
+    exact = sets.jaccard(a, b)
+    assert sets.may_reach(a, b, 0.5)[exact >= 0.5].all()
