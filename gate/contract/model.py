@@ -117,90 +117,25 @@ def _load_contract(p: Path) -> Contract:
     doc = yamlio.read(p, what="contract", error=ContractError)
     doc.validate(contract_schema(), hint=_key_hint)  # every check's own options too, with line and "did you mean"
     data, fail = doc.data, doc.fail
-
-    def check_regex(rx: str, fpath: list[Any]) -> None:
-        import warnings
-
-        try:
-            with warnings.catch_warnings():  # "possible set difference" etc.: compiles, but may not mean what it says
-                warnings.simplefilter("error", FutureWarning)
-                re.compile(rx)
-        except FutureWarning as exc:
-            raise fail(f"ambiguous regular expression ({exc}); escape the character", fpath) from None
-        except re.error as exc:
-            raise fail(f"invalid regular expression: {exc}", fpath) from None
-
-    def check_schema(schema: dict[str, Any], fpath: list[Any]) -> None:
-        # the one gate for schemas from files: draft 2020-12, ECMA-262 patterns, no $ref outside the document
-        try:
-            schemas.check_schema(schema)
-        except schemas.SchemaProblem as exc:
-            raise fail(exc.message, [*fpath, *exc.path]) from None
-
-    fields = []
-    for fname, spec in (data.get("fields") or {}).items():
-        if spec.get("pattern"):
-            check_regex(spec["pattern"], ["fields", fname, "pattern"])
-        fields.append(FieldSpec(
-            name=fname, type=spec["type"], required=spec.get("required", False), unique=spec.get("unique", False),
-            pattern=spec.get("pattern"), allowed=tuple(spec["allowed"]) if "allowed" in spec else None,
-            min_length=spec.get("min_length"), max_length=spec.get("max_length"),
-            max_null_rate=spec.get("max_null_rate")))
+    fields = _fields(data, fail)
     declared = {f.name for f in fields}
-
     output = data.get("output") or {}
     if output.get("schema") is not None:
-        check_schema(output["schema"], ["output", "schema"])
+        _check_schema(output["schema"], ["output", "schema"], fail)
         if output.get("format", "json") != "json":
             raise fail("an output schema needs format: json", ["output", "format"])
     tools_sec = data.get("tools") or {}
-    tools = []
-    names: set[str] = set()
-    for i, t in enumerate(tools_sec.get("catalogue", [])):
-        check_schema(t["parameters"], ["tools", "catalogue", i, "parameters"])
-        if t["name"] in names:
-            raise fail(f"tool '{t['name']}' is declared twice", ["tools", "catalogue", i, "name"])
-        names.add(t["name"])
-        tools.append(ToolSpec(name=t["name"], parameters=_freeze(t["parameters"]),
-                              description=t.get("description", "")))
+    tools = _tools(tools_sec, fail)
     refusal = data.get("refusal")
     if refusal:
-        for i, rx in enumerate(refusal["when_user_matches"]):
-            check_regex(rx, ["refusal", "when_user_matches", i])
-        if refusal.get("expect_text_matches"):
-            check_regex(refusal["expect_text_matches"], ["refusal", "expect_text_matches"])
-        if not any(refusal.get(k) for k in ("expect_output", "expect_text_matches", "forbid_tool_calls")):
-            raise fail("a refusal rule needs expect_output, expect_text_matches or forbid_tool_calls", ["refusal"])
-    for check in (data.get("thresholds") or {}).get("max_findings", {}):
-        if check not in CHECK_NAMES:
-            raise fail(unknown_check(check), ["thresholds", "max_findings", check])
-    for check in data.get("checks") or {}:
-        if check not in CHECK_NAMES:
-            raise fail(unknown_check(check), ["checks", check])
-    from gate.pii.config import contract_problem  # stdlib only: no presidio at load time
-
-    pii_problem = contract_problem(data.get("checks") or {})
-    if pii_problem:  # an entity name the scan cannot look for (a typo, ORGANIZATION under ner_entities)
-        raise fail(*pii_problem)
-    for key in ("group_key", "group_fallback_key"):
-        if data.get(key) and declared and data[key] not in declared:
-            raise fail(f"'{data[key]}' is not a declared field", [key])
-    if (data.get("sources") is not None and declared and "source" not in declared):
-        raise fail("sources are listed but no 'source' field is declared", ["sources"])
-
+        _check_refusal(refusal, fail)
+    _check_references(data, declared, fail)
     msgs = data.get("messages") or {}
     text = data.get("text") or {}
     thresholds = data.get("thresholds") or {}
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     evaluation_sets = tuple(str((p.parent / s).resolve()) if not Path(s).is_absolute() else s
                             for s in data.get("evaluation_sets", []))
-    tok = data.get("tokenizer")
-    tokenizer = None
-    if tok:  # a relative path that exists next to the contract is taken from there; else it may be a cache id
-        tok_path = tok["path"]
-        if not Path(tok_path).is_absolute() and (p.parent / tok_path).exists():
-            tok_path = str((p.parent / tok_path).resolve())
-        tokenizer = TokenizerRef(path=tok_path, revision=tok.get("revision"))
     return Contract(
         path=str(p), name=data["name"], version=str(data["version"]),
         sha256=hashlib.sha256(canonical.encode()).hexdigest(), raw=_freeze(data),
@@ -227,8 +162,97 @@ def _load_contract(p: Path) -> Contract:
         max_findings=_freeze(thresholds.get("max_findings") or {}),
         check_options=_freeze(data.get("checks") or {}),
         evaluation_sets=evaluation_sets,
-        tokenizer=tokenizer,
+        tokenizer=_tokenizer(data, p),
     )
+
+
+def _check_regex(rx: str, fpath: list[Any], fail: Any) -> None:
+    """A contract's regular expression compiles, and means what it says (Python warns on some that compile)."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # "possible set difference" etc.: compiles, but may not mean what it says
+            warnings.simplefilter("error", FutureWarning)
+            re.compile(rx)
+    except FutureWarning as exc:
+        raise fail(f"ambiguous regular expression ({exc}); escape the character", fpath) from None
+    except re.error as exc:
+        raise fail(f"invalid regular expression: {exc}", fpath) from None
+
+
+def _check_schema(schema: dict[str, Any], fpath: list[Any], fail: Any) -> None:
+    """The one gate for schemas from files: draft 2020-12, ECMA-262 patterns, no $ref outside the document."""
+    try:
+        schemas.check_schema(schema)
+    except schemas.SchemaProblem as exc:
+        raise fail(exc.message, [*fpath, *exc.path]) from None
+
+
+def _fields(data: dict[str, Any], fail: Any) -> list[FieldSpec]:
+    fields = []
+    for fname, spec in (data.get("fields") or {}).items():
+        if spec.get("pattern"):
+            _check_regex(spec["pattern"], ["fields", fname, "pattern"], fail)
+        fields.append(FieldSpec(
+            name=fname, type=spec["type"], required=spec.get("required", False), unique=spec.get("unique", False),
+            pattern=spec.get("pattern"), allowed=tuple(spec["allowed"]) if "allowed" in spec else None,
+            min_length=spec.get("min_length"), max_length=spec.get("max_length"),
+            max_null_rate=spec.get("max_null_rate")))
+    return fields
+
+
+def _tools(tools_sec: dict[str, Any], fail: Any) -> list[ToolSpec]:
+    """The tool catalogue: each parameters schema through the schema gate, each name once."""
+    tools = []
+    names: set[str] = set()
+    for i, t in enumerate(tools_sec.get("catalogue", [])):
+        _check_schema(t["parameters"], ["tools", "catalogue", i, "parameters"], fail)
+        if t["name"] in names:
+            raise fail(f"tool '{t['name']}' is declared twice", ["tools", "catalogue", i, "name"])
+        names.add(t["name"])
+        tools.append(ToolSpec(name=t["name"], parameters=_freeze(t["parameters"]),
+                              description=t.get("description", "")))
+    return tools
+
+
+def _check_refusal(refusal: dict[str, Any], fail: Any) -> None:
+    for i, rx in enumerate(refusal["when_user_matches"]):
+        _check_regex(rx, ["refusal", "when_user_matches", i], fail)
+    if refusal.get("expect_text_matches"):
+        _check_regex(refusal["expect_text_matches"], ["refusal", "expect_text_matches"], fail)
+    if not any(refusal.get(k) for k in ("expect_output", "expect_text_matches", "forbid_tool_calls")):
+        raise fail("a refusal rule needs expect_output, expect_text_matches or forbid_tool_calls", ["refusal"])
+
+
+def _check_references(data: dict[str, Any], declared: set[str], fail: Any) -> None:
+    """Names that point elsewhere exist: checks (in thresholds and options), PII entities, group keys, sources."""
+    for check in (data.get("thresholds") or {}).get("max_findings", {}):
+        if check not in CHECK_NAMES:
+            raise fail(unknown_check(check), ["thresholds", "max_findings", check])
+    for check in data.get("checks") or {}:
+        if check not in CHECK_NAMES:
+            raise fail(unknown_check(check), ["checks", check])
+    from gate.pii.config import contract_problem  # stdlib only: no presidio at load time
+
+    pii_problem = contract_problem(data.get("checks") or {})
+    if pii_problem:  # an entity name the scan cannot look for (a typo, ORGANIZATION under ner_entities)
+        raise fail(*pii_problem)
+    for key in ("group_key", "group_fallback_key"):
+        if data.get(key) and declared and data[key] not in declared:
+            raise fail(f"'{data[key]}' is not a declared field", [key])
+    if (data.get("sources") is not None and declared and "source" not in declared):
+        raise fail("sources are listed but no 'source' field is declared", ["sources"])
+
+
+def _tokenizer(data: dict[str, Any], p: Path) -> TokenizerRef | None:
+    """A relative path that exists next to the contract is taken from there; else it may be a cache id."""
+    tok = data.get("tokenizer")
+    if not tok:
+        return None
+    tok_path = tok["path"]
+    if not Path(tok_path).is_absolute() and (p.parent / tok_path).exists():
+        tok_path = str((p.parent / tok_path).resolve())
+    return TokenizerRef(path=tok_path, revision=tok.get("revision"))
 
 
 def unknown_check(name: str) -> str:
