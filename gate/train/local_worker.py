@@ -110,17 +110,11 @@ def _prune(saved: list[Path], keep: int) -> None:
         print(f"gate-local: removed {old.name} (checkpoint.keep)", flush=True)
 
 
-def main(config_path: str) -> int:
-    cfg = json.loads(Path(config_path).read_text(encoding="utf-8"))
+def _load_model(cfg: dict[str, Any], device: str) -> tuple[Any, Any]:
+    """The tokenizer and the model in training mode on `device`, wrapped by PEFT for a LoRA run."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.manual_seed(cfg["seed"])
-    random.seed(cfg["seed"])
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg["threads"]))
-    device = "cuda" if cfg.get("device") == "cuda" else "cpu"
-    out = Path(cfg["output_dir"])
     tok = AutoTokenizer.from_pretrained(cfg["model"], revision=cfg.get("revision"))
     model = AutoModelForCausalLM.from_pretrained(cfg["model"], revision=cfg.get("revision"), dtype=torch.float32)
     method = cfg["method"]
@@ -134,23 +128,17 @@ def main(config_path: str) -> int:
     model.to(device).train()
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     print(f"gate-local: model {cfg['model']} method {method['type']} trainable_params {trainable}", flush=True)
+    return tok, model
 
-    encoded = [e for e in (_encode(tok, r, cfg["sequence_length"]) for r in _rows(cfg["train_files"])) if e]
-    if not encoded:
-        print("gate-local: error: no training row has an assistant token within sequence_length", flush=True)
-        return 2
-    print(f"gate-local: {len(encoded)} training rows", flush=True)
-    val = [e for e in (_encode(tok, r, cfg["sequence_length"]) for r in _rows(cfg.get("val_files") or [])) if e]
-    if cfg.get("val_files"):
-        if not val:
-            print("gate-local: error: no validation row has an assistant token within sequence_length", flush=True)
-            return 2
-        print(f"gate-local: {len(val)} validation rows", flush=True)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    micro, accum = cfg["micro_batch_size"], max(1, cfg["global_batch_size"] // cfg["micro_batch_size"])
+
+def _encoded(tok: Any, paths: list[str], max_len: int) -> list[tuple[list[int], list[int]]]:
+    """The rows of `paths` that keep an assistant token within `max_len`, encoded."""
+    return [e for e in (_encode(tok, r, max_len) for r in _rows(paths)) if e]
+
+
+def _lr_schedule(cfg: dict[str, Any]) -> Any:
+    """Step -> learning rate: linear warm-up, then cosine down to `min_lr` (or constant)."""
     steps, warmup, lr = cfg["max_steps"], cfg["warmup_steps"], cfg["lr"]
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr,
-                            weight_decay=cfg.get("weight_decay", 0.0), betas=(0.9, 0.95))
 
     def lr_at(step: int) -> float:
         if step < warmup:
@@ -159,9 +147,80 @@ def main(config_path: str) -> int:
             return lr
         progress = (step - warmup) / max(1, steps - warmup)
         return cfg.get("min_lr", 0.0) + 0.5 * (lr - cfg.get("min_lr", 0.0)) * (1 + math.cos(math.pi * progress))
+    return lr_at
 
-    order: list[int] = []
-    epoch = 0
+
+class _Sampler:
+    """Micro batches drawn without replacement from a shuffled order, reshuffled (a new epoch) when it runs out."""
+
+    def __init__(self, encoded: list[tuple[list[int], list[int]]], micro: int) -> None:
+        self.encoded, self.micro = encoded, micro
+        self.order: list[int] = []
+        self.epoch = 0
+
+    def draw(self, accum: int) -> list[list[tuple[list[int], list[int]]]]:
+        batches = []
+        for _ in range(accum):
+            if len(self.order) < self.micro:
+                if self.order:
+                    self.epoch += 1
+                self.order = list(range(len(self.encoded)))
+                random.shuffle(self.order)
+            batches.append([self.encoded[self.order.pop()] for _ in range(self.micro)])
+        return batches
+
+
+def _accumulate(model: Any, batches: list[list[tuple[list[int], list[int]]]], pad: int, device: str
+                ) -> tuple[float, int, int]:
+    """Forward and backward over one optimizer step's micro batches, the loss normalised by the step's assistant
+    tokens (not per micro batch); returns the loss, the label tokens and all tokens seen."""
+    import torch
+
+    total_loss, n_label, tokens = 0.0, 0, 0
+    label_total = sum(sum(1 for t in lab if t != -100) for b in batches for _, lab in b)
+    for batch in batches:
+        ids_t, lab_t, att_t = _pad(batch, pad, device)
+        logits = model(input_ids=ids_t, attention_mask=att_t).logits[:, :-1].float()
+        target = lab_t[:, 1:]
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
+                                                 ignore_index=-100, reduction="sum") / label_total
+        loss.backward()
+        total_loss += float(loss.detach())
+        n_label += int((target != -100).sum())
+        tokens += int(att_t.sum())
+    return total_loss, n_label, tokens
+
+
+def main(config_path: str) -> int:
+    cfg = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    import torch
+
+    torch.manual_seed(cfg["seed"])
+    random.seed(cfg["seed"])
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg["threads"]))
+    device = "cuda" if cfg.get("device") == "cuda" else "cpu"
+    out = Path(cfg["output_dir"])
+    tok, model = _load_model(cfg, device)
+
+    encoded = _encoded(tok, cfg["train_files"], cfg["sequence_length"])
+    if not encoded:
+        print("gate-local: error: no training row has an assistant token within sequence_length", flush=True)
+        return 2
+    print(f"gate-local: {len(encoded)} training rows", flush=True)
+    val = _encoded(tok, cfg.get("val_files") or [], cfg["sequence_length"])
+    if cfg.get("val_files"):
+        if not val:
+            print("gate-local: error: no validation row has an assistant token within sequence_length", flush=True)
+            return 2
+        print(f"gate-local: {len(val)} validation rows", flush=True)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    micro, accum = cfg["micro_batch_size"], max(1, cfg["global_batch_size"] // cfg["micro_batch_size"])
+    steps = cfg["max_steps"]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg["lr"],
+                            weight_decay=cfg.get("weight_decay", 0.0), betas=(0.9, 0.95))
+    lr_at = _lr_schedule(cfg)
+    sampler = _Sampler(encoded, micro)
     every = cfg.get("ckpt_every_steps") or 0
     log_every = max(1, cfg.get("log_every_steps", 1))
     keep = cfg.get("ckpt_keep")  # absent from a plan written before pruning existed: keep everything
@@ -172,31 +231,13 @@ def main(config_path: str) -> int:
     def validate(step: int) -> None:
         if val:
             loss, n = _val_loss(model, val, micro, pad, device)
-            print(f"[val] step {step} | epoch {epoch} | loss {loss:.4f} | num_label_tokens {n}", flush=True)
+            print(f"[val] step {step} | epoch {sampler.epoch} | loss {loss:.4f} | num_label_tokens {n}", flush=True)
 
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step)
-        total_loss, n_label = 0.0, 0
-        batches = []
-        for _ in range(accum):
-            if len(order) < micro:
-                if order:
-                    epoch += 1
-                order = list(range(len(encoded)))
-                random.shuffle(order)
-            batches.append([encoded[order.pop()] for _ in range(micro)])
-        label_total = sum(sum(1 for t in lab if t != -100) for b in batches for _, lab in b)
-        for batch in batches:
-            ids_t, lab_t, att_t = _pad(batch, pad, device)
-            logits = model(input_ids=ids_t, attention_mask=att_t).logits[:, :-1].float()
-            target = lab_t[:, 1:]
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
-                                                     ignore_index=-100, reduction="sum") / label_total
-            loss.backward()
-            total_loss += float(loss.detach())
-            n_label += int((target != -100).sum())
-            tokens += int(att_t.sum())
+        total_loss, n_label, step_tokens = _accumulate(model, sampler.draw(accum), pad, device)
+        tokens += step_tokens
         grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.get("max_grad_norm", 1.0)))
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -207,7 +248,7 @@ def main(config_path: str) -> int:
             now = time.perf_counter()
             tps = tokens / max(now - t_log, 1e-9)
             tokens, t_log = 0, now
-            print(f"step {step + 1} | epoch {epoch} | loss {total_loss:.4f} | grad_norm {grad_norm:.4f} | "
+            print(f"step {step + 1} | epoch {sampler.epoch} | loss {total_loss:.4f} | grad_norm {grad_norm:.4f} | "
                   f"lr {lr_at(step):.6g} | tps {tps:.1f} | num_label_tokens {n_label}", flush=True)
         if every and (step + 1) % every == 0 and step + 1 < steps:
             validate(step + 1)

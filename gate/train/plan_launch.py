@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,14 +79,89 @@ def _progress(total: int) -> Any:
                     TimeRemainingColumn(), transient=True)
 
 
+@dataclass
+class _Stream:
+    """What reading the trainer's output has gathered so far: every metric record, those not yet written to the
+    record (flushed every FLUSH_SECONDS, and at the end), the masked log tail shown under an error, and whether
+    the run was interrupted while the trainer ran."""
+
+    run_id: str
+    db: str | None
+    record: bool
+    last_flush: float
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    interrupted: bool = False
+
+    def flush(self, *, every: float = 0.0) -> None:
+        from gate.store.train import add_metrics
+
+        now = time.perf_counter()
+        if self.record and self.pending and now - self.last_flush >= every:
+            add_metrics(self.run_id, self.pending, self.db)
+            self.pending, self.last_flush = [], now
+
+
+def _run_trainer(plan: LaunchPlan, log_path: Path, stream: _Stream, progress: Any, task: Any) -> int:
+    """Starts the trainer and reads its output to the end: each line masked into `train.log` (a metric line is
+    numbers, which masking would mangle, so it is parsed from the raw line and kept), metrics into `stream`. An
+    interruption stops the trainer (terminate, then kill after 10 s). Returns its exit code."""
+    from gate.train.logmask import mask_log_line
+    from gate.train.metrics import parse_line
+
+    env = {**os.environ, **plan.env, "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "w", encoding="utf-8") as log:
+        try:
+            proc = subprocess.Popen(list(plan.command), cwd=plan.cwd, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, bufsize=1, errors="replace")
+        except OSError as exc:
+            raise GateError(f"cannot start the trainer: {exc.strerror}", file=plan.command[0]) from None
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                line = raw.rstrip("\n")
+                m = parse_line(line)
+                # a metric line is numbers (masking mangles them); elsewhere mask data, keep paths
+                safe = line if m is not None else mask_log_line(line)
+                log.write(safe + "\n")
+                log.flush()
+                stream.tail.append(safe)
+                if m is not None:
+                    rec = {**m.to_dict(), "logged_at": datetime.now(UTC)}
+                    stream.metrics.append(rec)
+                    stream.pending.append(rec)
+                    if progress and m.kind == "train":
+                        progress.update(task, completed=m.step, loss=f"loss {m.loss:.4f}" if m.loss else "")
+                stream.flush(every=FLUSH_SECONDS)
+            return proc.wait()
+        except BaseException:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            stream.interrupted = True
+            raise
+
+
+def _summary(metrics: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """The numbers the manifest and the record keep about a finished run."""
+    train_m = [m for m in metrics if m["kind"] == "train"]
+    val_m = [m for m in metrics if m["kind"] == "val"]
+    return {"steps": train_m[-1]["step"] if train_m else 0,
+            "first_loss": train_m[0]["loss"] if train_m else None,
+            "final_loss": train_m[-1]["loss"] if train_m else None,
+            "final_val_loss": val_m[-1]["loss"] if val_m else None,
+            "seconds": round(seconds, 2)}
+
+
 def launch(spec: TrainSpec, runner: Runner, *, db: str | None = None, record: bool = True) -> TrainResult:
     """Runs the plan to completion; raises TrainFailed (exit 1) with the log tail when the trainer fails."""
     from gate import __version__
     from gate.pii.redact import mask_loose as mask
-    from gate.store.train import add_metrics, begin_train_run, finish_train_run
-    from gate.train.logmask import mask_log_line
+    from gate.store.train import begin_train_run, finish_train_run
     from gate.train.manifest import build_manifest, write_manifest
-    from gate.train.metrics import parse_line
 
     plan, plan_dir = write_plan(spec, runner)
     runner.preflight(plan)
@@ -99,70 +174,28 @@ def launch(spec: TrainSpec, runner: Runner, *, db: str | None = None, record: bo
                          "model": spec.model, "method": spec.method, "output_dir": str(out),
                          "command": list(plan.command), "log_path": str(log_path), "status": "running",
                          "started_at": started, "gate_version": __version__, "checks": list(spec.checks)}, db)
-    env = {**os.environ, **plan.env, "PYTHONUNBUFFERED": "1"}
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    metrics: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    last_flush = t0
+    stream = _Stream(run_id, db, record, last_flush=t0)
     progress = _progress(spec.steps)
     task = progress.add_task("train", total=spec.steps, loss="") if progress else None
     status, rc, error = "failed", 1, None
     try:
         if progress:
             progress.start()
-        with open(log_path, "w", encoding="utf-8") as log:
-            try:
-                proc = subprocess.Popen(list(plan.command), cwd=plan.cwd, env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, bufsize=1, errors="replace")
-            except OSError as exc:
-                raise GateError(f"cannot start the trainer: {exc.strerror}", file=plan.command[0]) from None
-            try:
-                assert proc.stdout is not None
-                for raw in proc.stdout:
-                    line = raw.rstrip("\n")
-                    m = parse_line(line)
-                    # a metric line is numbers (masking mangles them); elsewhere mask data, keep paths
-                    safe = line if m is not None else mask_log_line(line)
-                    log.write(safe + "\n")
-                    log.flush()
-                    tail.append(safe)
-                    if m is not None:
-                        rec = {**m.to_dict(), "logged_at": datetime.now(UTC)}
-                        metrics.append(rec)
-                        pending.append(rec)
-                        if progress and m.kind == "train":
-                            progress.update(task, completed=m.step, loss=f"loss {m.loss:.4f}" if m.loss else "")
-                    now = time.perf_counter()
-                    if record and pending and now - last_flush >= FLUSH_SECONDS:
-                        add_metrics(run_id, pending, db)
-                        pending, last_flush = [], now
-                rc = proc.wait()
-            except BaseException:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        try:
+            rc = _run_trainer(plan, log_path, stream, progress, task)
+        finally:
+            if stream.interrupted:
                 status, error = "interrupted", "interrupted"
-                raise
-        if record and pending:
-            add_metrics(run_id, pending, db)
-            pending = []
+        stream.flush()
         if rc != 0:
             error = f"trainer exited with code {rc}"
-            raise TrainFailed(f"{error} (log: {log_path})", tail=list(tail), file=str(spec.path))
+            raise TrainFailed(f"{error} (log: {log_path})", tail=list(stream.tail), file=str(spec.path))
         ckpt = runner.find_checkpoint(spec)
         if ckpt is None or not ckpt.is_dir():
             error = "the trainer exited 0 but no checkpoint was found"
-            raise TrainFailed(f"{error} under {out}", tail=list(tail), file=str(spec.path))
-        train_m = [m for m in metrics if m["kind"] == "train"]
-        val_m = [m for m in metrics if m["kind"] == "val"]
-        summary = {"steps": train_m[-1]["step"] if train_m else 0,
-                   "first_loss": train_m[0]["loss"] if train_m else None,
-                   "final_loss": train_m[-1]["loss"] if train_m else None,
-                   "final_val_loss": val_m[-1]["loss"] if val_m else None,
-                   "seconds": round(time.perf_counter() - t0, 2)}
+            raise TrainFailed(f"{error} under {out}", tail=list(stream.tail), file=str(spec.path))
+        summary = _summary(stream.metrics, time.perf_counter() - t0)
         manifest = build_manifest(ckpt, spec=spec, runner=plan.runner, run_id=run_id, command=list(plan.command),
                                   metrics=summary)
         digest = write_manifest(ckpt, manifest)
@@ -172,11 +205,10 @@ def launch(spec: TrainSpec, runner: Runner, *, db: str | None = None, record: bo
                              manifest_sha256=digest, steps=summary["steps"], final_loss=summary["final_loss"],
                              path=db)
         return TrainResult(run_id=run_id, plan_dir=plan_dir, log_path=log_path, checkpoint=ckpt,
-                           manifest_sha256=digest, metrics=metrics, seconds=time.perf_counter() - t0)
+                           manifest_sha256=digest, metrics=stream.metrics, seconds=time.perf_counter() - t0)
     except BaseException as exc:
         if record:
-            if pending:
-                add_metrics(run_id, pending, db)
+            stream.flush()
             msg = error or (exc.message if isinstance(exc, GateError) else type(exc).__name__)
             finish_train_run(run_id, status=status, exit_code=rc if rc else 1, finished_at=datetime.now(UTC),
                              error=mask(msg), path=db)
