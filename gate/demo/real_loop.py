@@ -204,12 +204,20 @@ def run_real_loop(out_dir: str | Path, console: Any, *, steps: int = STEPS, held
            "HF_DATASETS_OFFLINE": "1", "VLLM_CPU_VENV": str(vllm_bin.parent),
            "VLLM_CACHE_ROOT": str(cache_dir() / "vllm")}
     threads = trainer_threads()
-    serve_env = {**env, "GATE_VLLM_ARGS": VLLM_ARGS}
+    parity_env = dict(env)
     if threads == 1:  # the same reason for the server: one unbound OpenMP thread (vllm-cpu binds to cores by default)
-        serve_env.update(VLLM_CPU_OMP_THREADS_BIND="nobind", OMP_NUM_THREADS="1")
+        parity_env.update(VLLM_CPU_OMP_THREADS_BIND="nobind", OMP_NUM_THREADS="1")
+    serve_env = {**parity_env, "GATE_VLLM_ARGS": VLLM_ARGS}
     swift_env = {**env, "PATH": f"{swift_bin}{os.pathsep}{env.get('PATH', '')}",
                  "MODELSCOPE_CACHE": str(work / "modelscope"), "OMP_NUM_THREADS": str(threads)}
     t = Transcript()
+    cpu: list[float] = []
+
+    def run(title: str, argv: list[str], expect: int, step_env: dict[str, str]) -> None:
+        """One `gate` step (gate.demo.release_loop._run) and the CPU seconds it and its children used."""
+        c = _children_cpu()
+        _run(t, console, title, argv, expect, step_env)
+        cpu.append(_children_cpu() - c)
 
     console.print("\n[bold]0. The real baseline: SmolLM2-135M-Instruct from the PyPI wheel (float32 safetensors)[/]")
     proc = subprocess.run([sys.executable, str(ROOT / "fixtures" / "build_real_model.py"),
@@ -229,22 +237,22 @@ def run_real_loop(out_dir: str | Path, console: Any, *, steps: int = STEPS, held
                             threads=threads)
     swift_spec = write_spec(work / "train-swift.yaml", model=model, out=work / "run-swift", steps=steps,
                             threads=threads)
-    _run(t, console, f"1. Train a LoRA adapter on the clean triage train split with the local runner (PEFT, "
+    run(f"1. Train a LoRA adapter on the clean triage train split with the local runner (PEFT, "
                      f"{steps} steps)", ["train", str(local_spec), "--runner", "local", "-q"], 0, env)
     good = work / "run-local" / "checkpoint-final"
-    _run(t, console, f"2. Train the same spec with ms-swift (`swift sft`, HF backend, {steps} steps)",
+    run(f"2. Train the same spec with ms-swift (`swift sft`, HF backend, {steps} steps)",
          ["train", str(swift_spec), "--runner", "ms-swift", "-q"], 0, swift_env)
     swift = swift_checkpoint(work / "run-swift")
     broken = break_adapter(good, work / "broken-adapter")
     console.print(f"\nbroken adapter: {broken.name} = the local adapter with lora_B x {BREAK_SCALE:g}",
                   highlight=False)
 
-    _run(t, console, "3. Parity: vLLM serves the adapter as transformers + PEFT run it (greedy, float32)",
+    run("3. Parity: vLLM serves the adapter as transformers + PEFT run it (greedy, float32)",
          ["parity", str(model), "--adapter", str(good), "--engines", "embedded,vllm", "--prompts", str(SUITE),
-          "--limit", "2", "--max-tokens", "24"], 0, env)
+          "--limit", "2", "--max-tokens", "24"], 0, parity_env)
     card = str(SCORECARD)
     common = ["--engine", "vllm", "-s", card, "--limit", str(heldout), "-q"]
-    _run(t, console, "4. Score the local adapter against the shipped model on the held-out items: PROMOTE",
+    run("4. Score the local adapter against the shipped model on the held-out items: PROMOTE",
          ["score", str(model), "--adapter", str(good), "--baseline", str(model), *common,
           "-o", str(work / "score-local")], 0, serve_env)
     baseline_run = _json(work / "score-local" / "scores.json")["runs"]["baseline"]["run_id"]
@@ -254,11 +262,11 @@ def run_real_loop(out_dir: str | Path, console: Any, *, steps: int = STEPS, held
             ("swift", swift, int(ExitCode.PASS), "the ms-swift adapter: PROMOTE"),
             ("broken", broken, int(ExitCode.GATE_FAILED), "the broken adapter (lora_B x -30): BLOCK (exit 100)")),
             start=5):
-        _run(t, console, f"{n}a. Score {why.split(':')[0]} on the same items",
+        run(f"{n}a. Score {why.split(':')[0]} on the same items",
              ["score", str(model), "--adapter", str(adapter), *common, "-o", str(work / f"score-{name}")], expect,
              serve_env)
         cand_run = _json(work / f"score-{name}" / "scores.json")["runs"]["candidate"]["run_id"]
-        _run(t, console, f"{n}b. Decide {why} against the baseline's run",
+        run(f"{n}b. Decide {why} against the baseline's run",
              ["decide", "-s", card, "--baseline-run", baseline_run, "--candidate-run", cand_run,
               "-o", str(work / f"decide-{name}"), "-q"], expect, env)
 
@@ -268,7 +276,8 @@ def run_real_loop(out_dir: str | Path, console: Any, *, steps: int = STEPS, held
         "trainer_threads": threads, "load_average_at_start": load0,
         "adapters": {"local": str(good), "ms-swift": str(swift), "broken": str(broken)},
         "commands": [{"title": s.title, "argv": s.argv, "code": s.code, "expect": s.expect,
-                      "seconds": round(s.seconds, 1)} for s in t.steps],
+                      "seconds": round(s.seconds, 1), "cpu_s": round(c, 1)}
+                     for s, c in zip(t.steps, cpu, strict=True)],
     }
     for name, decided in (("local", "score-local"), ("swift", "decide-swift"), ("broken", "decide-broken")):
         summary[name] = {"task_success": _task_success(work / f"score-{name}"), **_decision(work / decided)}
