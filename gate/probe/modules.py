@@ -80,19 +80,10 @@ def step_modules(make_meta: Any, spec: LoraSpec | None) -> Step:
         totals[part_of(n)] += 1
         names.setdefault(part_of(n), []).append(n)
     shapes = {n: tuple(p.shape) for n, p in base.named_parameters()}
-    warnings: list[str] = []
-    problems: list[str] = []
     if spec is None:
-        n_all = sum(p.numel() for p in base.parameters())
-        n_index = sum(p.numel() for n, p in base.named_parameters() if part_of(n) == "indexer")
-        if n_index:
-            warnings.append(f"full fine-tuning: the DSA indexer ({n_index:,} params) gets no gradient (its top-k "
-                            "scoring runs under torch.no_grad); the probe freezes it, as a trainer must: AdamW makes "
-                            "no state for it and a sharded (DCP) optimizer checkpoint then fails to load")
-        ev = f"full fine-tuning: {n_all - n_index:,} of {n_all:,} parameters trainable"
-        return judged(4, "trainable modules", True, ev, {"trainable_params": n_all - n_index, "mode": "full",
-                                                         "frozen_indexer_params": n_index}, warnings)
+        return _full_finetuning(base)
 
+    problems: list[str] = []
     model, err = _apply(base, spec, honour=True)
     if model is None:
         problems.append(f"PEFT cannot apply {spec.path}: {err}")
@@ -107,7 +98,44 @@ def step_modules(make_meta: Any, spec: LoraSpec | None) -> Step:
     targets = sorted(covered)
     unmatched = [t for t in spec.target_modules if not any(n == t or n.endswith("." + t) for n, _ in
                                                            base.named_modules())]
+    warnings = _coverage_findings(totals, names, shapes, by_part, covered, unmatched, problems)
+    # what stock PEFT does with the same spec (its v4->v5 MoE rename can silently drop shared experts / dense MLP)
+    stock_note = _stock_peft_loss(make_meta, spec, covered) if spec.target_parameters and model is not None else None
+    if stock_note:
+        warnings.append(stock_note)
 
+    parts_txt = ", ".join(f"{p} {by_part[p]}/{totals[p]}" for p in PARTS if totals[p] and p not in ("norms",))
+    kinds = sorted({re.sub(r"^.*\.layers\.\d+\.", "", n).removesuffix(".weight") for n in targets})
+    ev = (f"{len(targets)} adapted weights, {n_train:,} trainable params (r={spec.r}, alpha={spec.alpha}): "
+          f"{', '.join(kinds)}; covered: {parts_txt}")
+    if problems:
+        ev = "; ".join(problems) + "; " + ev
+    details = {"mode": "lora", "spec": spec.to_json(), "trainable_params": n_train, "targets": targets,
+               "covered": {p: [by_part[p], totals[p]] for p in PARTS if totals[p]}, "unmatched_names": unmatched,
+               "problems": problems, "stock_peft": stock_note}
+    return judged(4, "trainable modules", not problems, ev, details, warnings)
+
+
+def _full_finetuning(base: Any) -> Step:
+    """No LoRA spec: every parameter trains except the DSA indexer, which gets no gradient."""
+    warnings: list[str] = []
+    n_all = sum(p.numel() for p in base.parameters())
+    n_index = sum(p.numel() for n, p in base.named_parameters() if part_of(n) == "indexer")
+    if n_index:
+        warnings.append(f"full fine-tuning: the DSA indexer ({n_index:,} params) gets no gradient (its top-k "
+                        "scoring runs under torch.no_grad); the probe freezes it, as a trainer must: AdamW makes "
+                        "no state for it and a sharded (DCP) optimizer checkpoint then fails to load")
+    ev = f"full fine-tuning: {n_all - n_index:,} of {n_all:,} parameters trainable"
+    return judged(4, "trainable modules", True, ev, {"trainable_params": n_all - n_index, "mode": "full",
+                                                     "frozen_indexer_params": n_index}, warnings)
+
+
+def _coverage_findings(totals: Counter[str], names: dict[str, list[str]], shapes: dict[str, tuple[int, ...]],
+                       by_part: Counter[str], covered: set[str], unmatched: list[str], problems: list[str]
+                       ) -> list[str]:
+    """What the spec's coverage of each model part means: the warnings it returns (a part left untouched, one a
+    server cannot serve LoRA on), and the problems it appends to `problems` (router or indexer adapted)."""
+    warnings: list[str] = []
     if totals["routed_experts"]:
         fused = sorted({re.sub(r".*\.layers\.\d+\.", "", n) for n in names["routed_experts"]
                         if len(shapes[n]) == 3})
@@ -136,29 +164,19 @@ def step_modules(make_meta: Any, spec: LoraSpec | None) -> Step:
             warnings.append(f"the spec adapts {part}: vLLM and most exporters do not serve LoRA there")
     if unmatched and totals["attention"] and not by_part["attention"]:
         warnings.append(f"{', '.join(unmatched)} match no module in this model")
+    return warnings
 
-    # what stock PEFT does with the same spec (its v4->v5 MoE rename can silently drop shared experts / dense MLP)
-    stock_note = None
-    if spec.target_parameters and model is not None:
-        stock, _ = _apply(make_meta(), spec, honour=False)
-        stock_cov = adapted_params(stock) if stock is not None else set()
-        lost = Counter(part_of(n) for n in covered - stock_cov)
-        if lost:
-            import peft
 
-            dropped = f"{', '.join(sorted(lost))} ({sum(lost.values())} weights)"
-            stock_note = (f"stock PEFT {peft.__version__} get_peft_model rewrites gate_proj/up_proj/down_proj into "
-                          f"the fused expert parameters and drops LoRA on {dropped}; gate applies the spec as "
-                          f"written; a trainer using stock PEFT loses them")
-            warnings.append(stock_note)
+def _stock_peft_loss(make_meta: Any, spec: LoraSpec, covered: set[str]) -> str | None:
+    """The weights stock PEFT's get_peft_model would silently drop from this spec (None: none)."""
+    stock, _ = _apply(make_meta(), spec, honour=False)
+    stock_cov = adapted_params(stock) if stock is not None else set()
+    lost = Counter(part_of(n) for n in covered - stock_cov)
+    if not lost:
+        return None
+    import peft
 
-    parts_txt = ", ".join(f"{p} {by_part[p]}/{totals[p]}" for p in PARTS if totals[p] and p not in ("norms",))
-    kinds = sorted({re.sub(r"^.*\.layers\.\d+\.", "", n).removesuffix(".weight") for n in targets})
-    ev = (f"{len(targets)} adapted weights, {n_train:,} trainable params (r={spec.r}, alpha={spec.alpha}): "
-          f"{', '.join(kinds)}; covered: {parts_txt}")
-    if problems:
-        ev = "; ".join(problems) + "; " + ev
-    details = {"mode": "lora", "spec": spec.to_json(), "trainable_params": n_train, "targets": targets,
-               "covered": {p: [by_part[p], totals[p]] for p in PARTS if totals[p]}, "unmatched_names": unmatched,
-               "problems": problems, "stock_peft": stock_note}
-    return judged(4, "trainable modules", not problems, ev, details, warnings)
+    dropped = f"{', '.join(sorted(lost))} ({sum(lost.values())} weights)"
+    return (f"stock PEFT {peft.__version__} get_peft_model rewrites gate_proj/up_proj/down_proj into "
+            f"the fused expert parameters and drops LoRA on {dropped}; gate applies the spec as "
+            f"written; a trainer using stock PEFT loses them")
