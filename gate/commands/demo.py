@@ -108,12 +108,7 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None, data_only
     except GateError:
         _failed(console, out, run_dir, int(ExitCode.ERROR))
         raise
-    table = Table(title="gate demo: the release loop", title_justify="left")
-    for col in ("step", "exit", "expected", "seconds"):
-        table.add_column(col)
-    for s in transcript.steps:
-        table.add_row(s.title, str(s.code), str(s.expect), f"{s.seconds:.1f}")
-    console.print(table)
+    console.print(_steps_table("gate demo: the release loop", transcript))
     code = leak_scan(str(run_dir), target, {f"output of step {s.title}": s.tail for s in transcript.steps}, console)
     if code != ExitCode.PASS:
         return _failed(console, out, run_dir, code)
@@ -121,6 +116,16 @@ def run_demo(out_dir: str = "gate-report/demo", db: str | None = None, data_only
     console.print(f"Release A promoted, release B blocked and refused. Release report: "
                   f"{out / 'release-report' / 'index.html'}; record: {_shown(target, run_dir, out)}", soft_wrap=True)
     return code
+
+
+def _steps_table(title: str, transcript: Any) -> Table:
+    """Each step of a loop with the exit code it gave and the one it had to give: what a reader checks first."""
+    table = Table(title=title, title_justify="left")
+    for col in ("step", "exit", "expected", "seconds"):
+        table.add_column(col)
+    for s in transcript.steps:
+        table.add_row(s.title, str(s.code), str(s.expect), f"{s.seconds:.1f}")
+    return table
 
 
 def run_real_demo(out_dir: str = "gate-report/demo-real", db: str | None = None) -> int:
@@ -136,12 +141,8 @@ def run_real_demo(out_dir: str = "gate-report/demo-real", db: str | None = None)
     except GateError:
         _failed(console, out, run_dir, int(ExitCode.ERROR))
         raise
-    table = Table(title="gate demo --real: SmolLM2-135M-Instruct through the release door", title_justify="left")
-    for col in ("step", "exit", "expected", "seconds"):
-        table.add_column(col)
-    for s in result.transcript.steps:
-        table.add_row(s.title, str(s.code), str(s.expect), f"{s.seconds:.1f}")
-    console.print(table)
+    console.print(_steps_table("gate demo --real: SmolLM2-135M-Instruct through the release door",
+                               result.transcript))
     publish(out, run_dir)
     sm = result.summary
     for name in ("local", "swift", "broken"):
