@@ -100,31 +100,30 @@ def get_encoder() -> Encoder:
     return _ENCODERS[key]
 
 
-_MEMO: dict[bytes, np.ndarray] = {}
 MEMO_MAX = 100_000  # ~150 MB of float32 vectors
 
 
-def encode(texts: list[str]) -> np.ndarray:
-    """Embeddings of `texts`, each distinct text encoded once per process: `leakage` and `contamination` with
-    `semantic` on embed the same training rows in one run, and repeated texts (system prompts) cost one encode."""
+def encode(texts: list[str], memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
+    """Embeddings of `texts`, each distinct text encoded once. `memo` is the run's (RunContext.cache): `leakage` and
+    `contamination` with `semantic` on embed the same training rows in one run, and pass one memo so those rows cost
+    one encode; without it the memo lives for this call only (nothing is kept between runs in a module global)."""
     import hashlib
 
+    memo = {} if memo is None else memo
     keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
     todo: dict[bytes, int] = {}
     for i, k in enumerate(keys):
-        if k not in _MEMO:
+        if k not in memo:
             todo.setdefault(k, i)
+    fresh: dict[bytes, np.ndarray] = {}
     if todo:
-        fresh = get_encoder().encode([texts[i] for i in todo.values()])
-        if len(_MEMO) + len(todo) > MEMO_MAX:
-            _MEMO.clear()
-        memo = dict(zip(todo, fresh, strict=True))
-        _MEMO.update(memo)
-    else:
-        memo = {}
+        fresh = dict(zip(todo, get_encoder().encode([texts[i] for i in todo.values()]), strict=True))
+        if len(memo) + len(fresh) > MEMO_MAX:
+            memo.clear()
+        memo.update(fresh)
     out = np.empty((len(texts), get_encoder().dim), dtype=np.float32)
     for i, k in enumerate(keys):
-        out[i] = memo[k] if k in memo else _MEMO[k]
+        out[i] = fresh[k] if k in fresh else memo[k]
     return out
 
 

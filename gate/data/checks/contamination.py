@@ -229,7 +229,8 @@ class ContaminationCheck(_ClusterCheck):
             from gate.data.checks.semantic_duplicate import semantic_matches
 
             for k, it, cos in semantic_matches(self.contract, [i.text.replace(SEP, "\n") for i in items],
-                                               [self._texts[p].replace(SEP, "\n") for p in train_pos]):
+                                               [self._texts[p].replace(SEP, "\n") for p in train_pos],
+                                               memo=self.context.cache.setdefault("embeddings", {})):
                 evidence.setdefault((k, it), {})["cosine"] = cos
         threshold = self._config.threshold
         min_shared, min_cont = int(self.opts["min_shared"]), float(self.opts["min_containment"])

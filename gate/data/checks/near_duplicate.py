@@ -223,7 +223,8 @@ class LeakageCheck(_ClusterCheck):
             from gate.data.checks.semantic_duplicate import semantic_leaks
 
             flagged = {(f.split, f.row) for f in self.findings}
-            for pos, anchor, cos in semantic_leaks(self.contract, self._texts, cl.keys, cl.splits, PROTECTED):
+            for pos, anchor, cos in semantic_leaks(self.contract, self._texts, cl.keys, cl.splits, PROTECTED,
+                                                    memo=self.context.cache.setdefault("embeddings", {})):
                 (s, line), (a, a_line) = cl.keys[pos], cl.keys[anchor]
                 if (cl.splits[s], line) not in flagged:
                     self.counts["leaked_rows"] += 1

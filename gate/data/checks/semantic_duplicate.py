@@ -235,8 +235,8 @@ def scrub_semantic_drops(contract: Contract, texts: list[str], keys: list[tuple[
     return [keys[d.pos] for d in drops]
 
 
-def semantic_matches(contract: Contract, items: list[str], rows: list[str],
-                     block: int = 4096) -> list[tuple[int, int, float]]:
+def semantic_matches(contract: Contract, items: list[str], rows: list[str], block: int = 4096,
+                     memo: dict[bytes, np.ndarray] | None = None) -> list[tuple[int, int, float]]:
     """(row index, item index, cosine) of every row within `checks.semantic_duplicate.threshold` of an evaluation
     item: reworded copies for `contamination`'s `semantic` option. A missing model is a one-line GateError (the
     contract asked for it)."""
@@ -251,7 +251,7 @@ def semantic_matches(contract: Contract, items: list[str], rows: list[str],
     threshold = semantic_options(contract)[1]
     if not items or not rows:
         return []
-    ie, re_ = encode(items), encode(rows)
+    ie, re_ = encode(items, memo), encode(rows, memo)
     out: list[tuple[int, int, float]] = []
     for s in range(0, len(re_), block):
         sims = re_[s:s + block] @ ie.T
@@ -261,7 +261,8 @@ def semantic_matches(contract: Contract, items: list[str], rows: list[str],
 
 
 def semantic_leaks(contract: Contract, texts: list[str], keys: list[tuple[int, int]], splits: list[str],
-                   protected: dict[str, int], block: int = 4096) -> list[tuple[int, int, float]]:
+                   protected: dict[str, int], block: int = 4096,
+                   memo: dict[bytes, np.ndarray] | None = None) -> list[tuple[int, int, float]]:
     """(position, anchor position, cosine): each row of a less protected split whose best match in a more
     protected split reaches `checks.semantic_duplicate.threshold` (reworded cross-split copies, for `leakage`'s
     `semantic` option). A missing model is a one-line GateError (the contract asked for it)."""
@@ -277,7 +278,7 @@ def semantic_leaks(contract: Contract, texts: list[str], keys: list[tuple[int, i
     from gate.embed.encoder import encode
 
     threshold = semantic_options(contract)[1]
-    emb = encode(texts)
+    emb = encode(texts, memo)
     lv = np.asarray(level)
     out: list[tuple[int, int, float]] = []
     for low in sorted(set(level))[:-1]:
