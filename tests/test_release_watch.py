@@ -293,3 +293,22 @@ def test_follow_scrapes_an_endpoint_until_the_window_fires(tmp_path: Path) -> No
         files = con.execute("SELECT DISTINCT metrics_file FROM watch_events").fetchall()
     assert files == [(f"http://127.0.0.1:{port}/metrics",)]
     assert "s3cret" not in r.stdout + r.stderr and "tok-9f2" not in r.stdout + r.stderr
+
+
+def test_the_watch_loop_is_a_use_case_that_prints_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 20 item 5: the polling loop and the verdict live in gate.release.watch_loop; progress goes to the
+    caller's callback (the command prints it), so a service or scheduler can run a watch without a terminal."""
+    from gate.release.watch_loop import watch_release
+
+    card = _card(tmp_path, [{"name": "err", "metric": "error", "aggregate": "mean", "above": 0.1}])
+    f = write_jsonl(tmp_path / "quiet.jsonl", [{"metric": "error", "value": 0}])
+    lines: list[str] = []
+    quiet = watch_release(metrics=str(f), scorecard_path=str(card), release_id=None, db=str(tmp_path / "g.duckdb"),
+                          record=False, follow=True, interval_s=0.1, duration_s=0.5, progress=lines.append)
+    assert not quiet.fired and quiet.results[0]["n"] == 1 and lines and "err:" in lines[0]
+    loud = write_jsonl(tmp_path / "loud.jsonl", [{"metric": "error", "value": 1}] * 3)
+    fired = watch_release(metrics=str(loud), scorecard_path=str(card), release_id=None,
+                          db=str(tmp_path / "g.duckdb"), record=False)
+    assert [r["trigger"] for r in fired.fired] == ["err"] and fired.why.startswith("err (")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
