@@ -64,7 +64,10 @@ def dashboard(db: str, log: Path, start_s: float = 60) -> Iterator[str]:
             proc.wait(10)
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API keeps an event loop running in the main thread while it is
+# open, and every later test that calls asyncio.run() in-process would fail ("cannot be called from a running
+# event loop"); it must close when the last browser test is done.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install 'finetune-gate[browser]'")
     if not Path(CHROMIUM).exists():
