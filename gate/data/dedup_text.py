@@ -6,21 +6,19 @@ digest of its normal form; in one `gate check` the batch cache makes that one pa
 
 from __future__ import annotations
 
-import hashlib
-
 from gate.contract import Contract
 from gate.data.base import Batch
 from gate.data.text import normalize, row_text
+from gate.io.digest import text_digest
 
 
 def dedup_texts(batch: Batch, contract: Contract) -> tuple[list[str], list[bytes]]:
-    """(text, 16-byte blake2b of its normal form) for every row of the batch, in row order."""
+    """(text, `text_digest` of its normal form) for every row of the batch, in row order."""
     roles, tools = contract.text_roles, contract.include_tool_calls
     key = f"dedup_texts:{roles}:{tools}"
     hit = batch.cache.get(key)
     if hit is None:
         texts = [row_text(row, roles, tools) for _, row in batch.rows]
-        blake = hashlib.blake2b
-        digests = [blake(normalize(t).encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        digests = [text_digest(normalize(t)) for t in texts]
         hit = batch.cache[key] = (texts, digests)
     return hit

@@ -9,7 +9,6 @@ inline code, SQL, JSON, identifier lists: `gate.pii.code`).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 
 from gate.contract import Contract
 from gate.errors import GateError
+from gate.io.digest import text_digest
 from gate.pii.code import blank, code_spans
 
 PII_OPTIONS = {"entities", "ner_entities", "use_ner", "thresholds", "context_words", "roles", "default_threshold"}
@@ -202,7 +202,7 @@ class TextCache:
         """Per text, `scan`'s hits; `scan` is called once, on the texts not seen before (each once)."""
         if not texts:
             return []
-        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        keys = [text_digest(t) for t in texts]
         todo: dict[bytes, str] = {}
         for k, t in zip(keys, texts, strict=True):
             if k not in self._hits and k not in todo:

@@ -9,7 +9,6 @@ rows. The output directory appears atomically; the input is only read.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from gate.data.text import normalize, row_text
 from gate.errors import GateError
 from gate.io.atomic import scratch_dir
 from gate.io.dataset import SplitStats, discover, iter_chunks
+from gate.io.digest import text_digest
 from gate.io.rows import parse_chunk
 from gate.io.writer import SplitWriter
 
@@ -99,8 +99,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                         text = row_text(row, contract.text_roles, contract.include_tool_calls)
                         keys.append((len(splits) - 1, line))
                         texts.append(text)
-                        digests.append(hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"),
-                                                       digest_size=16).digest())
+                        digests.append(text_digest(normalize(text)))
                         fh.write(orjson.dumps([len(splits) - 1, line, row]) + b"\n")
         drop_keys: dict[tuple[int, int], str] = {}
         if drop_dups or drop_leaks:

@@ -19,6 +19,7 @@ from gate.data.groups import group_of
 from gate.data.text import normalize, row_text
 from gate.errors import GateError
 from gate.io.dataset import SplitStats, discover, iter_chunks
+from gate.io.digest import text_digest
 from gate.io.rows import parse_chunk
 from gate.io.writer import SplitWriter
 
@@ -110,7 +111,7 @@ def split_dataset(dataset: str, contract: Contract, out: str, cfg: SplitConfig) 
         text = row_text(row, contract.text_roles, contract.include_tool_calls)
         texts.append(text)
         groups.append(group)
-        digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        digest = text_digest(normalize(text))
         other = first_group_of_text.setdefault(digest, group)
         if other != group:
             uf.union(other, group)

@@ -18,6 +18,7 @@ import numpy as np
 
 from gate.embed.model import ensure_model
 from gate.errors import GateError
+from gate.io.digest import text_digest
 
 DIM = 384
 
@@ -107,10 +108,8 @@ def encode(texts: list[str], memo: dict[bytes, np.ndarray] | None = None) -> np.
     """Embeddings of `texts`, each distinct text encoded once. `memo` is the run's (RunContext.cache): `leakage` and
     `contamination` with `semantic` on embed the same training rows in one run, and pass one memo so those rows cost
     one encode; without it the memo lives for this call only (nothing is kept between runs in a module global)."""
-    import hashlib
-
     memo = {} if memo is None else memo
-    keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+    keys = [text_digest(t) for t in texts]
     todo: dict[bytes, int] = {}
     for i, k in enumerate(keys):
         if k not in memo:

