@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gate.dedup._arrays import dense_ids, ranks_within, sorted_unique
-from gate.dedup.lsh import LshPlan, band_keys, candidate_pairs, cross_candidate_pairs, plan_bands
+from gate.dedup.lsh import LshPlan, band_keys, cross_candidate_pairs, plan_bands, split_candidate_pairs
 from gate.dedup.minhash import MinHashConfig, minhash_signatures
 from gate.dedup.shingles import ShingleBatch, ShingleConfig, shingle_batch
 
@@ -127,6 +127,9 @@ class NearDupCounters:
     rejected_by_signature: int = 0
     # of false_candidates_rejected: rejected by the exact shingle-count bound (`ShingleSets.may_reach`), no lookups
     rejected_by_bound: int = 0
+    # buckets over MinHashConfig.split_bucket whose members were joined by the exact prefix filter instead of all
+    # pairs (`ShingleSets.prefix_join`); candidate_pairs then counts only the candidates that filter kept
+    split_buckets: int = 0
 
 
 @dataclass(frozen=True)
@@ -362,6 +365,58 @@ class ShingleSets:
             keep[s:s + step] = _ratio(bound, self.sizes[aa] + self.sizes[bb] - bound) >= threshold
         return keep
 
+    def prefix_join(self, docs: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs (a < b) of ``docs`` that pass the prefix filter of AllPairs/PPJoin: a superset of every pair of them
+        with Jaccard >= ``threshold`` (exact: no pair that reaches it is lost), in time that grows with the pairs
+        sharing rare shingles instead of with all pairs.
+
+        Why it holds. J(A, B) >= t means |A ∩ B| >= o = ceil(t / (1 + t) (|A| + |B|)), and then |B| >= |A| >= t |B|.
+        Order all shingles by one global order; two prefixes of lengths >= |A| - o + 1 and >= |B| - o + 1 share a
+        shingle (if they did not, and A's prefix ends no later than B's, a shared shingle inside A's prefix would
+        rank inside B's too, so all shared shingles lie outside A's prefix: at most o - 1 of them). For |A| <= |B|,
+        o >= ceil(2t / (1 + t) |A|) and o >= ceil(t |B|), so A's short prefix (|A| - ceil(2t / (1 + t) |A|) + 1
+        shingles, ~18 % at t = 0.7) and B's long prefix (|B| - ceil(t |B|) + 1, ~30 %) suffice: each pair is found
+        from its smaller set's short prefix. The order is rarest first (counted over ``docs``), so on templated data
+        a short prefix holds a row's slot fills, shared by few rows, and not its template's fixed words. Pairs whose
+        sizes differ by more than the threshold allows (|A| < t |B|) cannot reach it and are not returned.
+        """
+        docs = sorted_unique(np.asarray(docs, dtype=np.int64))
+        if docs.size < 2:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        sizes = self.sizes[docs]
+        pos = np.repeat(self._start[docs], sizes) + ranks_within(sizes)
+        local = np.repeat(np.arange(docs.size, dtype=np.int64), sizes)
+        ids = self._keys[pos] % self._v
+        v = int(self._v)
+        rank = np.empty(v, dtype=np.int64)  # rarest first; ties by id (any fixed total order is sound)
+        rank[np.argsort(np.bincount(ids, minlength=v), kind="stable")] = np.arange(v)
+        order = np.sort(local * v + rank[ids])  # each doc's shingles by global rank
+        # the required overlaps are computed 1e-9 low, so a float error can only lengthen a prefix (still sound)
+        long_len = np.clip(sizes - np.ceil(threshold * sizes - 1e-9).astype(np.int64) + 1, 1, sizes)
+        short_len = np.clip(sizes - np.ceil(2 * threshold / (1 + threshold) * sizes - 1e-9).astype(np.int64) + 1,
+                            1, long_len)
+        within = ranks_within(sizes)
+        take = within < np.repeat(long_len, sizes)
+        short = (within < np.repeat(short_len, sizes))[take]
+        entry = order[take]
+        tok, who = entry % v, entry // v
+        seq = np.empty(docs.size, dtype=np.int64)  # docs by (size, position): the "smaller set" of a pair comes first
+        seq[np.lexsort((np.arange(docs.size), sizes))] = np.arange(docs.size)
+        by_tok = np.argsort(tok * docs.size + seq[who])
+        tok, who, short = tok[by_tok], who[by_tok], short[by_tok]
+        end = np.flatnonzero(np.append(tok[1:] != tok[:-1], True)) + 1  # one past each group's last entry
+        group_end = np.repeat(end, np.diff(np.concatenate(([0], end))))
+        src = np.flatnonzero(short)
+        counts = group_end[src] - src - 1  # a short-prefix entry pairs with every later (larger) entry of its group
+        a = np.repeat(who[src], counts)
+        b = who[np.repeat(src + 1, counts) + ranks_within(counts)]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        code = sorted_unique(lo * docs.size + hi)
+        a, b = code // docs.size, code % docs.size
+        sa, sb = sizes[a], sizes[b]
+        fits = np.minimum(sa, sb) >= threshold * np.maximum(sa, sb) - 1e-9
+        return docs[a[fits]], docs[b[fits]]
+
     def _bin_counts(self) -> np.ndarray:
         """(docs x BOUND_BINS) distinct shingles per document and bin (bin = dense id mod BOUND_BINS), built once in
         slices of documents (the int64 counts of a slice only); uint8 unless a bin holds more than 255 shingles of
@@ -423,6 +478,10 @@ class _Subset:
 
     def local(self, source: int, positions: np.ndarray) -> np.ndarray:
         return self._base[source] + np.searchsorted(self._positions[source], positions)
+
+    def position(self, source: int, local: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`local`: original positions of local documents of ``source``."""
+        return self._positions[source][np.asarray(local, dtype=np.int64) - self._base[source]]
 
 
 def _check_keys(keys: Sequence[Key] | None, n: int, what: str) -> list[Key]:
@@ -622,19 +681,44 @@ class NearDupIndex:
         cfg = self.config
         threshold = cfg.minhash.threshold
         n = len(self.texts)
-        pairs, oversized = candidate_pairs(self._band_keys, cfg.minhash.max_bucket)
+        pairs, split_reps, split, oversized = split_candidate_pairs(
+            self._band_keys, cfg.minhash.split_bucket, cfg.minhash.max_bucket)
         left, right = self._reps[pairs[:, 0]], self._reps[pairs[:, 1]]
         # members of identical-signature groups are candidates with their representative (tried first: they pass)
         members = np.flatnonzero((self._rep_of >= 0) & (self._rep_of != np.arange(n)))
+        floor = 0
+        if self._low is not None:
+            floor = signature_floor(threshold, cfg.minhash.num_perm, prefilter_miss(self.plan, cfg.minhash.min_recall))
         prefiltered = 0
-        if self._low is not None and left.size:
-            miss = prefilter_miss(self.plan, cfg.minhash.min_recall)
-            keep = _prefilter(self._low, left, right, signature_floor(threshold, cfg.minhash.num_perm, miss))
+        if floor and left.size:
+            keep = _prefilter(self._low, left, right, floor)
             prefiltered = int(left.size - keep.sum())
             left, right = left[keep], right[keep]
+        split_docs = self._reps[split_reps]
+        subset = _Subset(cfg.shingles, (self.texts, np.concatenate((left, right, self._rep_of[members], members,
+                                                                split_docs))))
+        if split_docs.size:
+            # the pairs of split buckets: LSH candidates (they share a band) that the prefix filter keeps, i.e.
+            # every candidate of theirs that can reach the threshold; the same filters follow as for the others
+            sa, sb = subset.sets.prefix_join(subset.local(0, split_docs), threshold)
+            sa, sb = subset.position(0, sa), subset.position(0, sb)
+            ra, rb = np.searchsorted(self._reps, sa), np.searchsorted(self._reps, sb)
+            shares = (self._band_keys[ra] == self._band_keys[rb]).any(axis=1)
+            ra, rb = ra[shares], rb[shares]
+            shift = max(int(self._reps.size).bit_length(), 1)
+            small_codes = (pairs[:, 0] << shift) | pairs[:, 1]
+            codes = (ra << shift) | rb  # ra < rb: reps ascend with documents
+            hit = np.searchsorted(small_codes, codes)
+            np.minimum(hit, max(small_codes.size - 1, 0), out=hit)
+            new = small_codes[hit] != codes if small_codes.size else np.ones(codes.size, bool)
+            sa, sb = self._reps[ra[new]], self._reps[rb[new]]
+            if floor and sa.size:
+                keep = _prefilter(self._low, sa, sb, floor)
+                prefiltered += int(sa.size - keep.sum())
+                sa, sb = sa[keep], sb[keep]
+            left, right = np.concatenate((left, sa)), np.concatenate((right, sb))
         left = np.concatenate((self._rep_of[members], left))
         right = np.concatenate((members, right))
-        subset = _Subset(cfg.shingles, (self.texts, np.concatenate((left, right))))
         # exact and sound: drops only pairs whose Jaccard cannot reach the threshold (see ShingleSets.may_reach)
         reach = subset.sets.may_reach(subset.local(0, left), subset.local(0, right), threshold)
         bounded = int(left.size - reach.sum())
@@ -702,6 +786,7 @@ class NearDupIndex:
             rejected_by_signature=prefiltered,
             rejected_by_bound=bounded,
             oversized_buckets=oversized,
+            split_buckets=split,
             clusters=len(clusters),
             rows_in_clusters=int(nodes.size),
             duplicates=len(duplicates),

@@ -30,6 +30,7 @@ __all__ = [
     "detection_probability",
     "implied_threshold",
     "plan_bands",
+    "split_candidate_pairs",
 ]
 
 DEFAULT_CURVE_POINTS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -198,10 +199,27 @@ def candidate_pairs(keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray
     ``keys`` is (docs x bands), rows indexing documents. Buckets larger than ``max_bucket`` contribute only the chain
     of consecutive members (keeps them connected without k^2 pairs); their count is returned so reports can say so.
     """
+    pairs, _, _, oversized = split_candidate_pairs(keys, None, max_bucket)
+    return pairs, oversized
+
+
+def split_candidate_pairs(
+    keys: np.ndarray, split_bucket: int | None, max_bucket: int = 512
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """:func:`candidate_pairs`, except that a bucket with more than ``split_bucket`` members emits no pairs: its
+    members are returned instead, for the caller to join exactly (see ``ShingleSets.prefix_join``).
+
+    On templated data the buckets that grow with n are those of one template's fixed words (rows at J ~0.5 share a
+    band with P ~0.67 under a plan for 0.7), so all-pairs emission costs ~n^2 / templates; handing their members to
+    an exact join keeps every pair that can reach the threshold and emits a number that grows with the true pairs.
+    Returns (pairs of the small buckets, sorted distinct members of split buckets, split buckets, oversized buckets);
+    buckets over ``max_bucket`` stay chains, as in :func:`candidate_pairs`.
+    """
     keys = np.asarray(keys)
     shift = max(int(keys.shape[0]).bit_length(), 1)  # pair code lo << shift | hi: same order as (lo, hi), no division
     codes: list[np.ndarray] = []
-    oversized = 0
+    split_members: list[np.ndarray] = []
+    oversized = split = 0
     for j in range(keys.shape[1]):
         order = np.argsort(keys[:, j], kind="stable")
         starts, lengths = _runs(keys[order, j])
@@ -209,6 +227,11 @@ def candidate_pairs(keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray
         big = lengths > max_bucket
         oversized += int(big.sum())
         small = multi & ~big
+        if split_bucket is not None:
+            cut = small & (lengths > split_bucket)
+            split += int(cut.sum())
+            small &= ~cut
+            split_members.append(order[np.repeat(starts[cut], lengths[cut]) + ranks_within(lengths[cut])])
         left, right = _pairs_in_runs(order, starts[small], lengths[small])
         if big.any():
             # chain: members are in ascending document order within a run (stable sort), pair each with the next
@@ -219,13 +242,14 @@ def candidate_pairs(keys: np.ndarray, max_bucket: int = 512) -> tuple[np.ndarray
             right = np.concatenate((right, order[bpos + 1]))
         lo, hi = np.minimum(left, right), np.maximum(left, right)
         codes.append((lo.astype(np.int64) << shift) | hi)
+    members = sorted_unique(np.concatenate(split_members)) if split_members else np.zeros(0, np.int64)
     if not codes:
-        return np.zeros((0, 2), dtype=np.int64), oversized
+        return np.zeros((0, 2), dtype=np.int64), members, split, oversized
     code = sorted_unique(np.concatenate(codes))
     pairs = np.empty((code.size, 2), dtype=np.int64)
     np.right_shift(code, shift, out=pairs[:, 0])
     np.bitwise_and(code, (1 << shift) - 1, out=pairs[:, 1])
-    return pairs, oversized
+    return pairs, members.astype(np.int64), split, oversized
 
 
 def cross_candidate_pairs(

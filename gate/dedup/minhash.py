@@ -47,6 +47,10 @@ class MinHashConfig:
     max_bucket: LSH buckets with more members than this (after collapsing identical documents) contribute a chain of
         pairs instead of all k*(k-1)/2 pairs, so one pathological bucket cannot explode the run; counted in the
         result's ``oversized_buckets``.
+    split_bucket: LSH buckets with more members than this (and at most ``max_bucket``) emit no pairs; their members
+        are joined exactly by the prefix filter instead (``ShingleSets.prefix_join``), which keeps every pair of
+        theirs that can reach the threshold, so the clusters are the same as with all pairs; a performance knob
+        (excluded from the cache key) that keeps templated data linear; ``None`` emits every pair.
     chunk_tokens, workers: performance knobs only (excluded from the cache key): tokens per numpy block and threads.
     """
 
@@ -60,6 +64,7 @@ class MinHashConfig:
     bands: int | None = None
     rows: int | None = None
     max_bucket: int = 512
+    split_bucket: int | None = 8
     chunk_tokens: int = 8192
     workers: int = 1
 
@@ -77,6 +82,8 @@ class MinHashConfig:
                 raise ValueError(f"need bands, rows >= 1 and bands * rows <= num_perm, got {self.bands}x{self.rows}")
         if self.max_bucket < 2:
             raise ValueError("max_bucket must be >= 2")
+        if self.split_bucket is not None and self.split_bucket < 2:
+            raise ValueError("split_bucket must be >= 2 or None")
         if self.chunk_tokens < 1 or self.workers < 1:
             raise ValueError("chunk_tokens and workers must be >= 1")
 

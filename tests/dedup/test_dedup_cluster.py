@@ -346,9 +346,10 @@ def test_shingle_bound_counts_wide_bins_exactly() -> None:
 
 def test_templated_clusters_equal_brute_force_and_skip_exact_lookups() -> None:
     """Issue 19 s2: the candidates that survive the signature prefilter are mostly cut by the exact bound; the
-    clusters are the connected components of the brute-force pairs that LSH detects, the same with or without."""
+    clusters are the connected components of the brute-force pairs that LSH detects, the same with or without.
+    Bucket splitting is off here: it would cut these candidates before the bound sees them (tested below)."""
     texts = slot_corpus(n=900)
-    config = NearDupConfig(minhash=MinHashConfig(threshold=0.7))
+    config = NearDupConfig(minhash=MinHashConfig(threshold=0.7, split_bucket=None))
     res = find_near_duplicates(texts, config=config)
     c = res.counters
     assert c.rejected_by_bound > 0
@@ -393,3 +394,79 @@ def test_shingle_bin_counts_built_in_slices_equal_one_bincount() -> None:
     b = a[::-1].copy()
     exact = sets.jaccard(a, b)
     assert sets.may_reach(a, b, 0.5)[exact >= 0.5].all()
+
+
+def _brute_jaccard(sets: ShingleSets, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a, b = (x.astype(np.int64) for x in np.triu_indices(n, 1))
+    return a, b, sets.jaccard(a, b)
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+def test_prefix_join_keeps_every_pair_at_or_above_the_threshold(threshold: float) -> None:
+    """Issue 19 s2: the prefix filter that replaces all-pairs emission in split buckets is exact: every pair with
+    Jaccard >= threshold is returned (brute force over all pairs), including pairs of very different sizes and
+    pairs at exactly the threshold, while most same-template pairs below it are not."""
+    rng = random.Random(9)
+    texts = slot_corpus(n=300)
+    base = [f"u{i}" for i in range(44)]  # 40 shingles; copies with k of them replaced sit at J = (40-k)/(40+k)
+    texts += [" ".join(base)] + [" ".join(base[:40 - k] + [f"x{k}_{j}" for j in range(k)] + base[44 - 4:])
+                                 for k in (1, 2, 3, 5, 7)]
+    texts += [" ".join(base[: 4 + m]) for m in range(20, 41, 4)]  # prefixes of base: J = m / 40 with it
+    texts += [" ".join(rng.choice(base) for _ in range(30)) for _ in range(20)]
+    sets = ShingleSets(shingle_batch(texts))
+    a, b, exact = _brute_jaccard(sets, len(texts))
+    pa, pb = sets.prefix_join(np.arange(len(texts)), threshold)
+    assert (pa < pb).all()
+    found = set(zip(pa.tolist(), pb.tolist(), strict=True))
+    true = [(x, y) for x, y, j in zip(a.tolist(), b.tolist(), exact.tolist(), strict=True) if j >= threshold]
+    assert len(true) > 5 and all(p in found for p in true)
+    if threshold == 0.7:
+        assert any(j == pytest.approx(threshold) for j in exact[exact >= threshold])  # a pair exactly at it
+    if threshold in (0.7, 0.8):  # the slot rows sit at ~0.55-0.85: many same-template pairs just below these
+        close = (exact >= threshold - 0.25) & (exact < threshold)
+        close_found = sum((x, y) in found for x, y in zip(a[close].tolist(), b[close].tolist(), strict=True))
+        assert close.sum() > 1000 and close_found < 0.5 * close.sum()
+
+
+def test_prefix_join_of_a_subset_uses_only_those_documents() -> None:
+    """Only the documents asked for are joined (the members of split buckets), with positions of the batch."""
+    texts = slot_corpus(n=120)
+    sets = ShingleSets(shingle_batch(texts))
+    docs = np.arange(1, 120, 3)
+    pa, pb = sets.prefix_join(docs, 0.7)
+    assert set(pa.tolist()) | set(pb.tolist()) <= set(docs.tolist())
+    a, b, exact = _brute_jaccard(sets, len(texts))
+    inside = np.isin(a, docs) & np.isin(b, docs) & (exact >= 0.7)
+    assert inside.sum() > 0
+    assert set(zip(a[inside].tolist(), b[inside].tolist(), strict=True)) <= set(zip(pa.tolist(), pb.tolist(),
+                                                                                  strict=True))
+
+
+def test_split_candidate_pairs_hands_over_the_members_of_big_buckets() -> None:
+    """A bucket over the cap emits no pair; its members are returned (sorted, distinct) and the bucket counted."""
+    from gate.dedup.lsh import candidate_pairs, split_candidate_pairs
+
+    keys = np.array([[1, 7], [1, 7], [1, 8], [2, 8], [2, 9], [3, 9], [1, 9]], dtype=np.uint64)
+    pairs, members, split, oversized = split_candidate_pairs(keys, 3)
+    assert split == 1 and oversized == 0  # band 0: key 1 has 4 members; band 1: key 9 has 3 (not over 3)
+    assert members.tolist() == [0, 1, 2, 6]
+    assert {tuple(p) for p in pairs.tolist()} == {(3, 4), (0, 1), (2, 3), (4, 5), (4, 6), (5, 6)}
+    assert (split_candidate_pairs(keys, None)[0] == candidate_pairs(keys)[0]).all()
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.8])
+def test_split_buckets_give_the_same_clusters_as_all_pairs(threshold: float) -> None:
+    """Issue 19 s2: on rows of a few templates (every LSH bucket oversized), splitting buckets over a cap of 4
+    leaves clusters, drops and verified Jaccards as with all pairs, emits far fewer candidates and reports the
+    split buckets; the gain is that candidates no longer grow with the square of a template's rows."""
+    texts = slot_corpus(n=900) + planted_corpus(n_docs=300, n_dups=100)
+    results = {}
+    for cap in (None, 4):
+        config = NearDupConfig(minhash=MinHashConfig(threshold=threshold, split_bucket=cap))
+        results[cap] = find_near_duplicates(texts, config=config)
+    full, split = results[None], results[4]
+    assert [c.members for c in split.clusters] == [c.members for c in full.clusters]
+    assert [(d.index, d.cluster) for d in split.duplicates] == [(d.index, d.cluster) for d in full.duplicates]
+    assert split.counters.split_buckets > 0 and full.counters.split_buckets == 0
+    assert split.counters.candidate_pairs < 0.5 * full.counters.candidate_pairs
+    assert split.counters.rows_in_clusters > 300
