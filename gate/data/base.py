@@ -11,10 +11,12 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from gate.contract import Contract
+from gate.data.memo import TextMemo
 from gate.io.rows import Row
 
 SEVERITIES = ("error", "warning", "info")
@@ -171,6 +173,16 @@ class RunContext:
     by what the value is derived from (e.g. the clustering's inputs), so two checks asking the same get one."""
 
     cache: dict[str, Any] = field(default_factory=dict)
+    #: the run's text-keyed memos (PII hits per detector configuration, embeddings per model); see `memo`
+    memos: dict[Hashable, TextMemo[Any]] = field(default_factory=dict)
+
+    def memo(self, key: Hashable, max_entries: int = 200_000) -> TextMemo[Any]:
+        """The run's memo for `key` (what its values are derived from: a detector's configuration, a model),
+        made on first use with `max_entries`; every later ask, from any check of the run, gets the same one."""
+        found = self.memos.get(key)
+        if found is None:
+            found = self.memos[key] = TextMemo(max_entries)
+        return found
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import functools
 import os
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gate.contract import Contract
+from gate.data.base import RunContext
 from gate.errors import GateError
-from gate.io.digest import text_digest
 from gate.pii.code import blank, code_spans
 
 PII_OPTIONS = {"entities", "ner_entities", "use_ner", "thresholds", "context_words", "roles", "default_threshold"}
@@ -132,17 +131,17 @@ class RowScanner:
         self.pii_roles = set(pii_roles) if pii_roles else None
         self.secret_roles = set(secret_roles) if secret_roles else None
         self._parent_pid = os.getpid()
-        # one cache per detector configuration, for the whole run (this scanner lives as long as its check)
-        self._seen: dict[str, TextCache] = {"ner": TextCache(), "pattern": TextCache(), "secret": TextCache()}
 
-    def scan(self, rows: list[dict[str, Any]]) -> list[list[FieldHits]]:
+    def scan(self, rows: list[dict[str, Any]], context: RunContext) -> list[list[FieldHits]]:
+        """Hits per field of each row; each distinct text reaches a detector once per run (`context`'s memo per
+        detector configuration: every batch repeats the system prompt and the stock replies)."""
         try:
-            return self._scan(rows)
+            return self._scan(rows, context)
         except ImportError as exc:  # presidio / detect-secrets missing: say which extra, not a traceback
             raise GateError(f"the pii and secret checks need their engines: {exc} (or leave them out with "
                             f"--checks)") from None
 
-    def _scan(self, rows: list[dict[str, Any]]) -> list[list[FieldHits]]:
+    def _scan(self, rows: list[dict[str, Any]], context: RunContext) -> list[list[FieldHits]]:
         from gate.pii import resolve_overlaps, scan_secrets_texts, scan_texts
 
         fields = [[FieldHits(p, t, prose, role) for p, t, prose, role in scan_fields(r, None)] for r in rows]
@@ -166,9 +165,9 @@ class RowScanner:
                 if code:
                     pattern_jobs.append((fh, blank(fh.text, code, keep=True)))
             found: dict[int, list[Any]] = {}
-            for key, cfg, jobs in (("ner", self.pii_config, ner_jobs), ("pattern", self.pattern_config, pattern_jobs)):
+            for cfg, jobs in ((self.pii_config, ner_jobs), (self.pattern_config, pattern_jobs)):
                 scan_pii = functools.partial(scan_texts, config=cfg, workers=workers)
-                for (fh, _), hits in zip(jobs, self._seen[key].scan([t for _, t in jobs], scan_pii), strict=True):
+                for (fh, _), hits in zip(jobs, _memoised(context, cfg, [t for _, t in jobs], scan_pii), strict=True):
                     found.setdefault(id(fh), []).extend(hits)
             for fh in flat:
                 if id(fh) in found:  # one finding per span: an IP is not also a phone number
@@ -176,52 +175,18 @@ class RowScanner:
         if self.secret_config is not None:
             sel = [fh for fh in flat if _wanted(fh, self.secret_roles)]
             scan_secrets = functools.partial(scan_secrets_texts, config=self.secret_config)
-            for fh, hits in zip(sel, self._seen["secret"].scan([fh.text for fh in sel], scan_secrets), strict=True):
+            texts = [fh.text for fh in sel]
+            for fh, hits in zip(sel, _memoised(context, self.secret_config, texts, scan_secrets), strict=True):
                 fh.secrets = hits
         return fields
 
 
-class TextCache:
-    """Hits per distinct text for one run, so each distinct text is scanned once per run, not once per batch.
-
-    Why: chat data repeats itself across the whole file (one system prompt on every row, tool catalogues, stock
-    replies such as the triage assistant's ~170 distinct JSON answers), and the NER model is the slowest step of
-    a check. Keyed by a 16-byte BLAKE2b digest of the text (the text itself is not kept: memory, and raw personal
-    data stays out of long-lived state); hits are immutable and relative to their own text. Bounded: least
-    recently used entries go first beyond `max_entries` (~100 bytes each), since a 1M-row run has ~1M distinct
-    user messages that will never repeat. An instance per run (the check's scanner), never a module global.
-    """
-
-    def __init__(self, max_entries: int = 200_000) -> None:
-        self.max_entries = max_entries
-        self._hits: OrderedDict[bytes, tuple[Any, ...]] = OrderedDict()
-        self.scanned = 0  # distinct texts sent to the detector
-        self.reused = 0  # texts answered from the cache (within a batch or from an earlier one)
-
-    def scan(self, texts: list[str], scan: Callable[[list[str]], list[list[Any]]]) -> list[list[Any]]:
-        """Per text, `scan`'s hits; `scan` is called once, on the texts not seen before (each once)."""
-        if not texts:
-            return []
-        keys = [text_digest(t) for t in texts]
-        todo: dict[bytes, str] = {}
-        for k, t in zip(keys, texts, strict=True):
-            if k not in self._hits and k not in todo:
-                todo[k] = t
-        found = dict(zip(todo, scan(list(todo.values())), strict=True)) if todo else {}
-        out = []
-        for k in keys:
-            hits = found.get(k)
-            if hits is None:
-                hits = self._hits[k]
-                self._hits.move_to_end(k)
-            out.append(list(hits))
-        self.scanned += len(found)
-        self.reused += len(texts) - len(found)
-        for k, hits in found.items():
-            self._hits[k] = tuple(hits)
-        while len(self._hits) > self.max_entries:
-            self._hits.popitem(last=False)
-        return out
+def _memoised(context: RunContext, config: Any, texts: list[str],
+              scan: Callable[[list[str]], list[list[Any]]]) -> list[list[Any]]:
+    """`scan`'s hits per text through the run's memo for this detector configuration (hits depend on the text and
+    the configuration only); stored as tuples, handed out as fresh lists, since callers extend and keep them."""
+    memo = context.memo(("pii_scan.hits", config))
+    return [list(h) for h in memo.get_many(texts, lambda todo: [tuple(h) for h in scan(todo)])]
 
 
 def _wanted(fh: FieldHits, roles: set[str] | None) -> bool:

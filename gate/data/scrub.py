@@ -19,6 +19,7 @@ import orjson
 
 from gate import __version__
 from gate.contract import Contract
+from gate.data.base import RunContext
 from gate.data.neardup import PROTECTED, Clustering, keep_rule, neardup_config, within_split_drops
 from gate.data.pii_scan import RowScanner, set_field
 from gate.data.text import normalize, row_text
@@ -61,6 +62,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
     sec = dict(contract.raw.get("scrub") or {})
     drop_dups, drop_leaks = sec.get("drop_duplicates", True), sec.get("drop_leakage", True)
     scanner = RowScanner(contract)
+    context = RunContext()  # this scrub's memos: each distinct text is scanned once
     outcome = ScrubOutcome()
     inputs: list[SplitStats] = []
     splits: list[str] = []
@@ -80,7 +82,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                     rows = parse_chunk(chunk)
                     stats.rows += len(rows)
                     outcome.rows_in += len(rows)
-                    for (line, row), fields in zip(rows, scanner.scan([r for _, r in rows]), strict=True):
+                    for (line, row), fields in zip(rows, scanner.scan([r for _, r in rows], context), strict=True):
                         drop, changed = False, set()
                         for fhit in fields:
                             hits = fhit.pii + fhit.secrets

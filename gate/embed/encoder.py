@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from gate.data.memo import TextMemo
 from gate.embed.model import ensure_model
 from gate.errors import GateError
-from gate.io.digest import text_digest
 
 DIM = 384
 
@@ -104,25 +104,14 @@ def get_encoder() -> Encoder:
 MEMO_MAX = 100_000  # ~150 MB of float32 vectors
 
 
-def encode(texts: list[str], memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
-    """Embeddings of `texts`, each distinct text encoded once. `memo` is the run's (RunContext.cache): `leakage` and
+def encode(texts: list[str], memo: TextMemo[np.ndarray] | None = None) -> np.ndarray:
+    """Embeddings of `texts`, each distinct text encoded once. `memo` is the run's (RunContext.memo): `leakage` and
     `contamination` with `semantic` on embed the same training rows in one run, and pass one memo so those rows cost
     one encode; without it the memo lives for this call only (nothing is kept between runs in a module global)."""
-    memo = {} if memo is None else memo
-    keys = [text_digest(t) for t in texts]
-    todo: dict[bytes, int] = {}
-    for i, k in enumerate(keys):
-        if k not in memo:
-            todo.setdefault(k, i)
-    fresh: dict[bytes, np.ndarray] = {}
-    if todo:
-        fresh = dict(zip(todo, get_encoder().encode([texts[i] for i in todo.values()]), strict=True))
-        if len(memo) + len(fresh) > MEMO_MAX:
-            memo.clear()
-        memo.update(fresh)
+    memo = TextMemo(MEMO_MAX) if memo is None else memo
     out = np.empty((len(texts), get_encoder().dim), dtype=np.float32)
-    for i, k in enumerate(keys):
-        out[i] = fresh[k] if k in fresh else memo[k]
+    for i, vec in enumerate(memo.get_many(texts, get_encoder().encode)):
+        out[i] = vec
     return out
 
 

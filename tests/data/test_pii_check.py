@@ -125,39 +125,27 @@ def test_ner_still_reads_the_prose_around_code(tmp_path) -> None:
 
 def test_each_distinct_text_is_scanned_once_per_run(triage_contract) -> None:
     """Issue 19 section 1: the system prompt and stock replies repeat on every row of every batch; the NER model
-    read them again in each batch. One scanner (one per check, per run) now sends each distinct text to the
-    detectors once, and gives the same hits as a fresh scanner."""
+    read them again in each batch. The run's memos (RunContext.memo, one per detector configuration) now send
+    each distinct text to the detectors once, and give the same hits as a fresh run."""
+    from gate.data.base import RunContext
     from gate.data.pii_scan import RowScanner
 
     rows = [triage_row(i, f"Please mail jane.doe{i}@example.com, Priya Sharma from Toronto.") for i in range(6)]
-    scanner = RowScanner(triage_contract)
+    scanner, run = RowScanner(triage_contract), RunContext()
     scanner._parent_pid = -1  # in-process scan (as inside a runner worker)
-    first = scanner.scan(rows[:3])
-    sent = {k: c.scanned for k, c in scanner._seen.items()}
-    again = scanner.scan(rows[:3])  # a later batch with the same texts: nothing is scanned again
-    assert {k: c.scanned for k, c in scanner._seen.items()} == sent
-    later = scanner.scan(rows[3:])  # new user messages only: the shared system prompt and reply are not re-read
+    first = scanner.scan(rows[:3], run)
+    sent = {k: m.misses for k, m in run.memos.items()}
+    assert ("pii_scan.hits", scanner.secret_config) in sent  # a memo per detector configuration
+    again = scanner.scan(rows[:3], run)  # a later batch with the same texts: nothing is scanned again
+    assert {k: m.misses for k, m in run.memos.items()} == sent
+    later = scanner.scan(rows[3:], run)  # new user messages only: the shared system prompt and reply are not re-read
     fresh = RowScanner(triage_contract)
     fresh._parent_pid = -1
+    other = RunContext()
     assert [[(f.path, f.pii, f.secrets) for f in fs] for fs in first + again + later] == \
-        [[(f.path, f.pii, f.secrets) for f in fs] for fs in fresh.scan(rows[:3]) + fresh.scan(rows[:3] + rows[3:])]
+        [[(f.path, f.pii, f.secrets) for f in fs] for fs in fresh.scan(rows[:3], other) + fresh.scan(rows, other)]
     distinct_user = 3
-    assert scanner._seen["ner"].scanned - sent["ner"] == distinct_user
+    ner = run.memos[("pii_scan.hits", scanner.pii_config)]
+    assert ner.misses - sent[("pii_scan.hits", scanner.pii_config)] == distinct_user
+    assert ner.hits > 0
     assert any(h.entity_type == "EMAIL_ADDRESS" for fs in later for f in fs for h in f.pii)
-
-
-def test_text_cache_is_bounded_and_keeps_no_text() -> None:
-    from gate.data.pii_scan import TextCache
-
-    cache = TextCache(max_entries=2)
-    calls: list[list[str]] = []
-
-    def scan(texts: list[str]) -> list[list[int]]:
-        calls.append(list(texts))
-        return [[len(t)] for t in texts]
-
-    assert cache.scan(["aa", "b", "aa"], scan) == [[2], [1], [2]]
-    assert cache.scan(["ccc", "b"], scan) == [[3], [1]]
-    assert calls == [["aa", "b"], ["ccc"]]
-    assert len(cache._hits) == 2 and all(isinstance(k, bytes) and len(k) == 16 for k in cache._hits)
-    assert cache.scan(["aa"], scan) == [[2]] and calls[-1] == ["aa"]  # least recently used went first

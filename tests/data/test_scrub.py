@@ -67,6 +67,7 @@ def test_drop_row_operator_and_hash_salt(tmp_path, monkeypatch):
 
 def test_missing_pii_engine_is_a_clear_gate_error(monkeypatch, triage_contract):
     import gate.pii.presidio_engine as engine
+    from gate.data.base import RunContext
     from gate.data.pii_scan import RowScanner
 
     def missing(config):
@@ -75,4 +76,4 @@ def test_missing_pii_engine_is_a_clear_gate_error(monkeypatch, triage_contract):
 
     monkeypatch.setattr(engine, "_engine", missing)
     with pytest.raises(GateError, match=r"gate\[pii\].*--checks"):
-        RowScanner(triage_contract).scan([{"messages": [{"role": "user", "content": "hello there"}]}])
+        RowScanner(triage_contract).scan([{"messages": [{"role": "user", "content": "hello there"}]}], RunContext())

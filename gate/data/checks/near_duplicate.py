@@ -220,11 +220,11 @@ class LeakageCheck(_ClusterCheck):
                         + (f" (id {cl.ids[anchor]})" if cl.ids[anchor] else "") + f", Jaccard {jac:.2f}",
                         None, cl.ids[pos]))
         if self.contract.options("leakage").get("semantic"):
-            from gate.data.checks.semantic_duplicate import semantic_leaks
+            from gate.data.checks.semantic_duplicate import embedding_memo, semantic_leaks
 
             flagged = {(f.split, f.row) for f in self.findings}
             for pos, anchor, cos in semantic_leaks(self.contract, self._texts, cl.keys, cl.splits, PROTECTED,
-                                                    memo=self.context.cache.setdefault("embeddings", {})):
+                                                    memo=embedding_memo(self.context)):
                 (s, line), (a, a_line) = cl.keys[pos], cl.keys[anchor]
                 if (cl.splits[s], line) not in flagged:
                     self.counts["leaked_rows"] += 1

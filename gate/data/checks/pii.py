@@ -52,7 +52,7 @@ class _DetectorCheck(Check):
     def map(self, batch: Batch) -> Any:
         from gate.pii import snippet, snippet_window
 
-        scanned = self._scanner.scan([row for _, row in batch.rows])
+        scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
         texts = 0
         todo: list[tuple[int, str | None, Any, list[Any], list[tuple[int, int]]]] = []
         for (line, row), fields in zip(batch.rows, scanned, strict=True):

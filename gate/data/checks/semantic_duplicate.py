@@ -25,8 +25,9 @@ import numpy as np
 
 from gate.contract import Contract
 from gate.contract.meta import check_options
-from gate.data.base import Batch, Check, CheckResult, Finding
+from gate.data.base import Batch, Check, CheckResult, Finding, RunContext
 from gate.data.dedup_text import dedup_texts
+from gate.data.memo import TextMemo
 from gate.data.neardup import KEEP_RULES, exact_pair_jaccard, neardup_config
 from gate.errors import GateError
 
@@ -216,6 +217,14 @@ class SemanticDuplicateCheck(Check):
         return res
 
 
+def embedding_memo(context: RunContext) -> TextMemo[np.ndarray]:
+    """The run's memo of sentence embeddings (all-MiniLM-L6-v2, by raw text), which `leakage` and `contamination`
+    share: with `semantic` on both embed the same training rows, and the second gets the first's vectors."""
+    from gate.embed.encoder import MEMO_MAX
+
+    return context.memo("embeddings:all-MiniLM-L6-v2", MEMO_MAX)
+
+
 def scrub_semantic_drops(contract: Contract, texts: list[str], keys: list[tuple[int, int]],
                          digests: list[bytes]) -> list[tuple[int, int]]:
     """The (split, row) keys `gate scrub` drops as paraphrases: the check's own rule on the scrubbed text, when
@@ -236,7 +245,7 @@ def scrub_semantic_drops(contract: Contract, texts: list[str], keys: list[tuple[
 
 
 def semantic_matches(contract: Contract, items: list[str], rows: list[str], block: int = 4096,
-                     memo: dict[bytes, np.ndarray] | None = None) -> list[tuple[int, int, float]]:
+                     memo: TextMemo[np.ndarray] | None = None) -> list[tuple[int, int, float]]:
     """(row index, item index, cosine) of every row within `checks.semantic_duplicate.threshold` of an evaluation
     item: reworded copies for `contamination`'s `semantic` option. A missing model is a one-line GateError (the
     contract asked for it)."""
@@ -262,7 +271,7 @@ def semantic_matches(contract: Contract, items: list[str], rows: list[str], bloc
 
 def semantic_leaks(contract: Contract, texts: list[str], keys: list[tuple[int, int]], splits: list[str],
                    protected: dict[str, int], block: int = 4096,
-                   memo: dict[bytes, np.ndarray] | None = None) -> list[tuple[int, int, float]]:
+                   memo: TextMemo[np.ndarray] | None = None) -> list[tuple[int, int, float]]:
     """(position, anchor position, cosine): each row of a less protected split whose best match in a more
     protected split reaches `checks.semantic_duplicate.threshold` (reworded cross-split copies, for `leakage`'s
     `semantic` option). A missing model is a one-line GateError (the contract asked for it)."""
