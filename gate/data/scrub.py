@@ -55,9 +55,6 @@ def scrub_config(contract: Contract) -> Any:
 
 
 def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
-    from gate.dedup import find_near_duplicates
-    from gate.pii import anonymize
-
     cfg = scrub_config(contract)
     sec = dict(contract.raw.get("scrub") or {})
     drop_dups, drop_leaks = sec.get("drop_duplicates", True), sec.get("drop_leakage", True)
@@ -83,19 +80,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                     stats.rows += len(rows)
                     outcome.rows_in += len(rows)
                     for (line, row), fields in zip(rows, scanner.scan([r for _, r in rows], context), strict=True):
-                        drop, changed = False, set()
-                        for fhit in fields:
-                            hits = fhit.pii + fhit.secrets
-                            if not hits:
-                                continue
-                            res = anonymize(fhit.text, hits, cfg)
-                            set_field(row, fhit.path, res.text)
-                            outcome.entities.update(res.counts)
-                            drop = drop or res.drop_row
-                            changed.update("pii" if h in fhit.pii else "secret" for h in hits)
-                        for kind in changed:
-                            outcome.rows_changed[kind] += 1
-                        if drop:
+                        if _rewrite(row, fields, cfg, outcome):
                             outcome.dropped["pii_or_secret"] += 1
                             continue
                         text = row_text(row, contract.text_roles, contract.include_tool_calls)
@@ -103,33 +88,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                         texts.append(text)
                         digests.append(text_digest(normalize(text)))
                         fh.write(orjson.dumps([len(splits) - 1, line, row]) + b"\n")
-        drop_keys: dict[tuple[int, int], str] = {}
-        if drop_dups or drop_leaks:
-            seen: dict[tuple[int, bytes], tuple[int, int]] = {}
-            for k, d in zip(keys, digests, strict=True):
-                if (k[0], d) in seen and drop_dups:
-                    drop_keys[k] = "exact_duplicate"
-                seen.setdefault((k[0], d), k)
-            config = neardup_config(contract)
-            result = find_near_duplicates(texts, keys, config)
-            for c in result.clusters:  # copies of a more protected split's row
-                top = max(PROTECTED.get(splits[keys[p][0]], 1) for p in c.members)
-                for p in c.members:
-                    if PROTECTED.get(splits[keys[p][0]], 1) < top and drop_leaks:
-                        drop_keys.setdefault(keys[p], "leakage")
-            if drop_leaks and contract.options("leakage").get("semantic"):  # reworded copies, as leakage reports
-                from gate.data.checks.semantic_duplicate import semantic_leaks
-
-                for pos, _, _ in semantic_leaks(contract, texts, keys, list(splits), PROTECTED):
-                    drop_keys.setdefault(keys[pos], "leakage")
-            if drop_dups:  # the near_duplicate check's own keep rule, so scrub drops exactly what it reports
-                clustering = Clustering(result, keys, splits, [None] * len(keys), digests)
-                for d in within_split_drops(clustering, texts, config, keep_rule(contract)):
-                    drop_keys.setdefault(keys[d.pos], "near_duplicate")
-                from gate.data.checks.semantic_duplicate import scrub_semantic_drops  # paraphrases, when on
-
-                for k in scrub_semantic_drops(contract, texts, keys, digests):
-                    drop_keys.setdefault(k, "semantic_duplicate")
+        drop_keys = _dedup_drops(contract, splits, keys, texts, digests, drop_dups=drop_dups, drop_leaks=drop_leaks)
         outcome.dropped.update(drop_keys.values())
         writer = SplitWriter(out, list(splits))
         with writer, open(spool, "rb") as fh:
@@ -153,3 +112,62 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                 "rows_dropped": dict(sorted(outcome.dropped.items())),
             }
     return outcome
+
+
+def _rewrite(row: dict[str, Any], fields: list[Any], cfg: Any, outcome: ScrubOutcome) -> bool:
+    """Rewrites each hit of the row in place with the contract's operator for its entity, counting entities and
+    changed rows into `outcome`; true when an operator drops the whole row."""
+    from gate.pii import anonymize
+
+    drop, changed = False, set()
+    for fhit in fields:
+        hits = fhit.pii + fhit.secrets
+        if not hits:
+            continue
+        res = anonymize(fhit.text, hits, cfg)
+        set_field(row, fhit.path, res.text)
+        outcome.entities.update(res.counts)
+        drop = drop or res.drop_row
+        changed.update("pii" if h in fhit.pii else "secret" for h in hits)
+    for kind in changed:
+        outcome.rows_changed[kind] += 1
+    return drop
+
+
+def _dedup_drops(contract: Contract, splits: list[str], keys: list[tuple[int, int]], texts: list[str],
+                 digests: list[bytes], *, drop_dups: bool, drop_leaks: bool) -> dict[tuple[int, int], str]:
+    """(split index, line) -> reason of every rewritten row to drop: the checks' own rules on the rewritten text
+    (a placeholder can make two rows identical), so scrub drops what `gate check` would report. The first reason
+    found stays: exact copies, copies of a more protected split's row (near, then reworded), near duplicates,
+    paraphrases."""
+    from gate.dedup import find_near_duplicates
+
+    drop_keys: dict[tuple[int, int], str] = {}
+    if not (drop_dups or drop_leaks):
+        return drop_keys
+    seen: dict[tuple[int, bytes], tuple[int, int]] = {}
+    for k, d in zip(keys, digests, strict=True):
+        if (k[0], d) in seen and drop_dups:
+            drop_keys[k] = "exact_duplicate"
+        seen.setdefault((k[0], d), k)
+    config = neardup_config(contract)
+    result = find_near_duplicates(texts, keys, config)
+    for c in result.clusters:  # copies of a more protected split's row
+        top = max(PROTECTED.get(splits[keys[p][0]], 1) for p in c.members)
+        for p in c.members:
+            if PROTECTED.get(splits[keys[p][0]], 1) < top and drop_leaks:
+                drop_keys.setdefault(keys[p], "leakage")
+    if drop_leaks and contract.options("leakage").get("semantic"):  # reworded copies, as leakage reports
+        from gate.data.checks.semantic_duplicate import semantic_leaks
+
+        for pos, _, _ in semantic_leaks(contract, texts, keys, list(splits), PROTECTED):
+            drop_keys.setdefault(keys[pos], "leakage")
+    if drop_dups:  # the near_duplicate check's own keep rule, so scrub drops exactly what it reports
+        clustering = Clustering(result, keys, splits, [None] * len(keys), digests)
+        for d in within_split_drops(clustering, texts, config, keep_rule(contract)):
+            drop_keys.setdefault(keys[d.pos], "near_duplicate")
+        from gate.data.checks.semantic_duplicate import scrub_semantic_drops  # paraphrases, when on
+
+        for k in scrub_semantic_drops(contract, texts, keys, digests):
+            drop_keys.setdefault(k, "semantic_duplicate")
+    return drop_keys
