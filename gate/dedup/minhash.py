@@ -64,7 +64,7 @@ class MinHashConfig:
     bands: int | None = None
     rows: int | None = None
     max_bucket: int = 512
-    split_bucket: int | None = 8
+    split_bucket: int | None = 32
     chunk_tokens: int = 8192
     workers: int = 1
 

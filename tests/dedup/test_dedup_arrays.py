@@ -1,0 +1,25 @@
+"""The numpy helpers shared by the dedup modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gate.dedup._arrays import dense_ids
+
+
+@pytest.mark.parametrize("size", [1000, 1 << 17, 600_000])
+def test_dense_ids_equal_numpy_unique_at_every_size(size: int) -> None:
+    """Large uint64 arrays take the bucketed path (top bits, then per-bucket argsorts); small ones one argsort.
+    Both must give numpy's sorted distinct values and inverse, with repeats, values in one bucket only, and the
+    extremes of the range (bucket edges)."""
+    rng = np.random.default_rng(size)
+    pool = rng.integers(0, 1 << 63, size // 3, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    x = pool[rng.integers(0, pool.size, size)]
+    x[:50] = np.uint64(2**64 - 1)
+    x[50:100] = np.uint64(0)
+    x[100:size // 10] = np.uint64(7) + rng.integers(0, 1000, size // 10 - 100, dtype=np.uint64)  # one crowded bucket
+    uniq, ids = dense_ids(x)
+    ref_u, ref_ids = np.unique(x, return_inverse=True)
+    assert uniq.dtype == np.uint64
+    assert np.array_equal(uniq, ref_u) and np.array_equal(ids, ref_ids.ravel())
