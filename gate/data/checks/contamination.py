@@ -233,25 +233,9 @@ class ContaminationCheck(_ClusterCheck):
                                                memo=embedding_memo(self.context)):
                 evidence.setdefault((k, it), {})["cosine"] = cos
         threshold = self._config.threshold
-        min_shared, min_cont = int(self.opts["min_shared"]), float(self.opts["min_containment"])
         per_row: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
         for (k, it), e in sorted(evidence.items()):
-            said = []
-            score = 0.0
-            if e.get("shared", 0) >= min_shared:
-                said.append(f"{e['shared']} shared {self.opts['ngram']}-gram(s)")
-                score = max(score, 1.0)
-            if e.get("short_total") and e["short_shared"] / e["short_total"] >= min_cont:
-                cont = e["short_shared"] / e["short_total"]
-                said.append(f"contains its {e['prompt_words']}-word prompt" if cont >= 1 else
-                            f"contains {cont:.0%} of its {e['prompt_words']}-word prompt")
-                score = max(score, cont)
-            if "jaccard" in e:
-                said.append(f"near copy, Jaccard {e['jaccard']:.2f}")
-                score = max(score, e["jaccard"])
-            if "cosine" in e:
-                said.append(f"reworded copy, cosine {e['cosine']:.3f}")
-                score = max(score, e["cosine"])
+            said, score = self._verdict(e)
             if not said:
                 continue
             if it in split_item_pos and leakage_runs:
@@ -264,6 +248,33 @@ class ContaminationCheck(_ClusterCheck):
                 if "cosine" in e and self.contract.options("leakage").get("semantic"):
                     continue  # a reworded copy of a test row: `leakage` with `semantic` reports it
             per_row[k].append((it, "; ".join(said), score))
+        self._report(per_row, items, train_pos, split_item_pos)
+
+    def _verdict(self, e: dict[str, Any]) -> tuple[list[str], float]:
+        """What one (training row, item) pair's evidence says, against the options: the reasons, in report
+        order, and the pair's similarity (the best of them; 1.0 for shared long n-grams). No reasons: clean."""
+        said: list[str] = []
+        score = 0.0
+        if e.get("shared", 0) >= int(self.opts["min_shared"]):
+            said.append(f"{e['shared']} shared {self.opts['ngram']}-gram(s)")
+            score = max(score, 1.0)
+        if e.get("short_total") and e["short_shared"] / e["short_total"] >= float(self.opts["min_containment"]):
+            cont = e["short_shared"] / e["short_total"]
+            said.append(f"contains its {e['prompt_words']}-word prompt" if cont >= 1 else
+                        f"contains {cont:.0%} of its {e['prompt_words']}-word prompt")
+            score = max(score, cont)
+        if "jaccard" in e:
+            said.append(f"near copy, Jaccard {e['jaccard']:.2f}")
+            score = max(score, e["jaccard"])
+        if "cosine" in e:
+            said.append(f"reworded copy, cosine {e['cosine']:.3f}")
+            score = max(score, e["cosine"])
+        return said, score
+
+    def _report(self, per_row: dict[int, list[tuple[int, str, float]]], items: list[EvalItem], train_pos: list[int],
+                split_item_pos: dict[int, int]) -> None:
+        """One finding per contaminated training row (`per_row`: its matched items, why, similarity), naming up
+        to three items, and the per-item tally `details` shows."""
         for k, matched in sorted(per_row.items()):
             pos = train_pos[k]
             s, line = self._keys[pos]
