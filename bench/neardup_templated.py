@@ -12,7 +12,7 @@ is shared, so wall time is noisy; the 1-minute load average is recorded next to 
 of rows, every pair of the sample with exact Jaccard >= threshold (brute force on gate's shingle sets) must end in one
 cluster (recall) and every reported pair/drop must have exact Jaccard >= threshold (precision).
 
-    .venv/bin/python bench/neardup_templated.py [--rows 100000] [--sizes 25000,50000,75000,100000] [--sample 1500]
+    .venv/bin/python bench/neardup_templated.py [--rows 100000] [--sizes 25000,50000,100000,200000] [--sample 1500]
         [--repeat 2]
 """
 
@@ -169,22 +169,25 @@ def quality(texts: list[str], threshold: float, res: Any, drops: list[Any], samp
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--sizes", default="25000,50000,75000,100000")
+    ap.add_argument("--sizes", default="25000,50000,100000,200000")
     ap.add_argument("--repeat", type=int, default=2, help="growth runs per size; the one with least CPU is kept")
     ap.add_argument("--sample", type=int, default=1500)
     ap.add_argument("--templates", type=int, default=300)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "neardup_templated.json")
     args = ap.parse_args()
-    corpus = generate(args.rows, args.templates)
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    # one corpus for both: the generator is sequential, so its first n rows are the n-row corpus
+    full = generate(max([args.rows, *sizes]), args.templates)
+    corpus = full[:args.rows]
     runs, curve = [], []
     for t in THRESHOLDS:
         info, res, drops = run_gate(corpus, t)
         info["quality"] = quality(corpus, t, res, drops, args.sample)
         print(json.dumps(info), flush=True)
         runs.append(info)
-    for n in [int(x) for x in args.sizes.split(",") if x]:
+    for n in sizes:
         # least CPU of --repeat runs: on a shared machine other processes only ever add (cache, memory bandwidth)
-        info = min((run_gate(corpus[:n], 0.7)[0] for _ in range(max(args.repeat, 1))), key=lambda i: i["cpu_s"])
+        info = min((run_gate(full[:n], 0.7)[0] for _ in range(max(args.repeat, 1))), key=lambda i: i["cpu_s"])
         print(json.dumps({k: info[k] for k in ("rows", "cpu_s", "wall_s", "loadavg_1min")}), flush=True)
         curve.append(info)
     out = {"corpus": {"rows": args.rows, "templates": args.templates, "near_share": 0.05, "seed": 19},
