@@ -96,25 +96,28 @@ def _json_schema(answers: list[Any]) -> dict[str, Any] | None:
     return {"type": "object", "required": keys, "properties": props}
 
 
-def infer(dataset: str, name: str | None = None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-    """(contract, comment per top-level key, notes) for the rows of `dataset`."""
-    from gate.contract.meta import ROLES
+@dataclass
+class _Profile:
+    """What one pass over the rows saw: the columns, the chats' roles, counts and final answers, the tools."""
 
-    n = 0
-    cols: dict[str, _Column] = {}
-    roles: Counter[str] = Counter()
-    n_msgs: list[int] = []
-    first_system = last_role_assistant = 0
-    finals: list[str] = []
-    tools: dict[str, dict[str, Any]] = {}
-    called: set[str] = set()
-    row_chars = msg_chars = 0
-    for row in _rows(dataset):
-        n += 1
+    n: int = 0
+    cols: dict[str, _Column] = field(default_factory=dict)
+    roles: Counter[str] = field(default_factory=Counter)
+    n_msgs: list[int] = field(default_factory=list)
+    first_system: int = 0
+    last_role_assistant: int = 0
+    finals: list[str] = field(default_factory=list)
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    called: set[str] = field(default_factory=set)
+    row_chars: int = 0
+    msg_chars: int = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.n += 1
         for k, v in row.items():
             if k in ("messages", "tools"):
                 continue
-            col = cols.setdefault(k, _Column())
+            col = self.cols.setdefault(k, _Column())
             if v is None:
                 continue
             col.present += 1
@@ -124,42 +127,101 @@ def infer(dataset: str, name: str | None = None) -> tuple[dict[str, Any], dict[s
                 if isinstance(v, str):
                     col.max_len = max(col.max_len, len(v))
         msgs = row.get("messages") if isinstance(row.get("messages"), list) else []
-        n_msgs.append(len(msgs))
+        self.n_msgs.append(len(msgs))
         total = 0
         for m in msgs:
             if not isinstance(m, dict):
                 continue
-            roles[str(m.get("role"))] += 1
+            self.roles[str(m.get("role"))] += 1
             content = m.get("content") if isinstance(m.get("content"), str) else ""
             total += len(content)
-            msg_chars = max(msg_chars, len(content))
+            self.msg_chars = max(self.msg_chars, len(content))
             for call in m.get("tool_calls") or []:
                 fn = call.get("function") if isinstance(call, dict) else None
                 if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-                    called.add(fn["name"])
-        row_chars = max(row_chars, total)
+                    self.called.add(fn["name"])
+        self.row_chars = max(self.row_chars, total)
         if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
-            first_system += 1
+            self.first_system += 1
         if msgs and isinstance(msgs[-1], dict) and msgs[-1].get("role") == "assistant":
-            last_role_assistant += 1
+            self.last_role_assistant += 1
             if isinstance(msgs[-1].get("content"), str):
-                finals.append(msgs[-1]["content"])
+                self.finals.append(msgs[-1]["content"])
         for t in row.get("tools") or []:
             fn = t.get("function") if isinstance(t, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-                tools.setdefault(fn["name"], fn)
-    if n == 0:
+                self.tools.setdefault(fn["name"], fn)
+
+
+def infer(dataset: str, name: str | None = None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """(contract, comment per top-level key, notes) for the rows of `dataset`."""
+    p = _Profile()
+    for row in _rows(dataset):
+        p.add(row)
+    if p.n == 0:
         from gate.errors import InputError
 
         raise InputError("the dataset has no rows to infer a contract from", file=dataset)
 
     contract: dict[str, Any] = {"name": name or Path(dataset).stem.replace(".", "-") or "dataset",
                                 "version": "0.1"}
-    why: dict[str, str] = {"name": f"inferred by `gate contract init` from {n} row(s); edit freely"}
+    why: dict[str, str] = {"name": f"inferred by `gate contract init` from {p.n} row(s); edit freely"}
     notes: list[str] = []
+    fields, allowed_cols = _field_specs(p, notes)
+    if fields:
+        contract["fields"] = fields
+        why["fields"] = ("metadata columns: type as seen; required when no row lacks it; unique when no two rows "
+                         "share it; allowed when a string or integer column has few values")
+        contract["allow_extra_fields"] = True
+    src = p.cols.get("source")
+    if "source" in fields and src and len(src.values) <= MAX_ALLOWED and fields["source"]["type"] == "string":
+        contract["sources"] = sorted(src.values)
+        why["sources"] = "every source seen; a new one is a finding (gate split groups by source too)"
+    lang = p.cols.get("language")
+    if "language" in fields and lang and len(lang.values) <= MAX_ALLOWED and fields["language"]["type"] == "string":
+        contract["languages"] = sorted(lang.values)
+        why["languages"] = "the languages the `language` column names"
+    if p.n_msgs and max(p.n_msgs) > 0:
+        contract["messages"] = _messages(p, notes)
+        why["messages"] = "roles, system prompt, message counts and final role as seen in every row"
+    parsed: list[Any] = []
+    for f in p.finals:
+        try:
+            parsed.append(json.loads(f))
+        except ValueError:
+            parsed = []
+            break
+    schema = _json_schema(parsed) if p.finals and len(p.finals) == p.n else None
+    if schema:
+        contract["output"] = {"format": "json", "applies_to": "final_assistant", "schema": schema}
+        why["output"] = "every final answer is a JSON object: its common keys, small value sets as enums"
+    if p.tools or p.called:
+        contract["tools"] = _tools(p)
+        why["tools"] = ("every tool the rows declare or call; calls are checked against these parameters"
+                        + ("" if p.tools else " (the rows declare none: parameters are open, tighten them)"))
+    cands = _group_candidates(p, fields, allowed_cols)
+    if cands:
+        contract["group_key"] = cands[0]
+        why["group_key"] = ("rows sharing this value stay in one split (group_split, gate split)"
+                            + (f"; other candidates: {', '.join(cands[1:4])}" if len(cands) > 1 else ""))
+    else:
+        notes.append("no column repeats across rows like a customer or conversation id: no group_key")
+    contract["text"] = {"roles": [r for r in ("user", "assistant") if p.roles[r]] or ["user", "assistant"]}
+    why["text"] = "the text the duplicate, leakage and contamination checks compare"
+    contract["limits"] = {"max_row_chars": _round_up(p.row_chars), "max_message_chars": _round_up(p.msg_chars)}
+    why["limits"] = f"longest row {p.row_chars} and message {p.msg_chars} characters seen, with headroom"
+    contract["thresholds"] = {"max_duplicate_rate": 0.0, "max_findings": {"contract": 0}}
+    why["thresholds"] = "no contract finding tolerated; raise per check under max_findings"
+    return contract, why, notes
+
+
+def _field_specs(p: _Profile, notes: list[str]) -> tuple[dict[str, Any], set[str]]:
+    """(`fields` of the contract, the columns given an allowed set): each metadata column's rules as the data
+    already obeys them; a column of lists or mixed types is left undeclared, with a note saying so."""
+    n = p.n
     fields: dict[str, Any] = {}
     allowed_cols: set[str] = set()
-    for k, col in cols.items():
+    for k, col in p.cols.items():
         kinds = set(col.kinds)
         if not kinds or "other" in kinds:
             notes.append(f"column '{k}' holds lists or objects: not declared (allow_extra_fields keeps it legal)")
@@ -185,75 +247,48 @@ def infer(dataset: str, name: str | None = None) -> tuple[dict[str, Any], dict[s
             if len(shapes) == 1 and "[0-9]" in next(iter(shapes)):  # every value an id of one form
                 spec["pattern"] = shapes.pop()
         fields[k] = spec
-    if fields:
-        contract["fields"] = fields
-        why["fields"] = ("metadata columns: type as seen; required when no row lacks it; unique when no two rows "
-                         "share it; allowed when a string or integer column has few values")
-        contract["allow_extra_fields"] = True
-    src = cols.get("source")
-    if "source" in fields and src and len(src.values) <= MAX_ALLOWED and fields["source"]["type"] == "string":
-        contract["sources"] = sorted(src.values)
-        why["sources"] = "every source seen; a new one is a finding (gate split groups by source too)"
-    lang = cols.get("language")
-    if "language" in fields and lang and len(lang.values) <= MAX_ALLOWED and fields["language"]["type"] == "string":
-        contract["languages"] = sorted(lang.values)
-        why["languages"] = "the languages the `language` column names"
+    return fields, allowed_cols
 
-    if n_msgs and max(n_msgs) > 0:
-        known = [r for r in ROLES["items"]["enum"] if roles[r]]
-        messages: dict[str, Any] = {"roles": known}
-        messages["system_prompt"] = ("required" if first_system == n else "forbidden" if first_system == 0
-                                     else "optional")
-        messages["min_messages"] = max(1, min(n_msgs))
-        messages["max_messages"] = max(n_msgs)
-        messages["final_role"] = "assistant" if last_role_assistant == n else "any"
-        if any(not f.strip() for f in finals):
-            messages["allow_empty_assistant"] = True
-        contract["messages"] = messages
-        why["messages"] = "roles, system prompt, message counts and final role as seen in every row"
-        unknown = sorted(set(roles) - set(known))
-        if unknown:
-            notes.append(f"roles {unknown} are not chat roles gate knows: the contract check will flag them")
-    parsed: list[Any] = []
-    for f in finals:
-        try:
-            parsed.append(json.loads(f))
-        except ValueError:
-            parsed = []
-            break
-    schema = _json_schema(parsed) if finals and len(finals) == n else None
-    if schema:
-        contract["output"] = {"format": "json", "applies_to": "final_assistant", "schema": schema}
-        why["output"] = "every final answer is a JSON object: its common keys, small value sets as enums"
-    if tools or called:
-        catalogue = []
-        for tname in sorted(set(tools) | called):
-            fn = tools.get(tname) or {}
-            entry: dict[str, Any] = {"name": tname, "parameters": fn.get("parameters") or {"type": "object"}}
-            if isinstance(fn.get("description"), str):
-                entry["description"] = fn["description"]
-            catalogue.append(entry)
-        contract["tools"] = {"catalogue": catalogue,
-                             "on_missing_required": "allow" if set(called) - set(tools) else "ask_user"}
-        why["tools"] = ("every tool the rows declare or call; calls are checked against these parameters"
-                        + ("" if tools else " (the rows declare none: parameters are open, tighten them)"))
-    cands = [k for k, col in cols.items()
+
+def _messages(p: _Profile, notes: list[str]) -> dict[str, Any]:
+    """The `messages` rules every row already meets; roles gate does not know get a note (the check flags them)."""
+    from gate.contract.meta import ROLES
+
+    known = [r for r in ROLES["items"]["enum"] if p.roles[r]]
+    messages: dict[str, Any] = {"roles": known}
+    messages["system_prompt"] = ("required" if p.first_system == p.n else "forbidden" if p.first_system == 0
+                                 else "optional")
+    messages["min_messages"] = max(1, min(p.n_msgs))
+    messages["max_messages"] = max(p.n_msgs)
+    messages["final_role"] = "assistant" if p.last_role_assistant == p.n else "any"
+    if any(not f.strip() for f in p.finals):
+        messages["allow_empty_assistant"] = True
+    unknown = sorted(set(p.roles) - set(known))
+    if unknown:
+        notes.append(f"roles {unknown} are not chat roles gate knows: the contract check will flag them")
+    return messages
+
+
+def _tools(p: _Profile) -> dict[str, Any]:
+    """The tool catalogue: every tool a row declares or calls (a called but undeclared one gets open parameters)."""
+    catalogue = []
+    for tname in sorted(set(p.tools) | p.called):
+        fn = p.tools.get(tname) or {}
+        entry: dict[str, Any] = {"name": tname, "parameters": fn.get("parameters") or {"type": "object"}}
+        if isinstance(fn.get("description"), str):
+            entry["description"] = fn["description"]
+        catalogue.append(entry)
+    return {"catalogue": catalogue, "on_missing_required": "allow" if p.called - set(p.tools) else "ask_user"}
+
+
+def _group_candidates(p: _Profile, fields: dict[str, Any], allowed_cols: set[str]) -> list[str]:
+    """Columns that could keep related rows in one split, best first: repeated (not unique, not a small allowed
+    set) string or integer values, the usual entity names (GROUP_NAMES) before others, then the most distinct."""
+    cands = [k for k, col in p.cols.items()
              if k in fields and fields[k]["type"] in ("string", "integer") and not fields[k].get("unique")
              and k not in allowed_cols and k not in ("source", "language") and 1 < len(col.values) < col.present]
-    cands.sort(key=lambda k: (k not in GROUP_NAMES, -len(cols[k].values)))
-    if cands:
-        contract["group_key"] = cands[0]
-        why["group_key"] = ("rows sharing this value stay in one split (group_split, gate split)"
-                            + (f"; other candidates: {', '.join(cands[1:4])}" if len(cands) > 1 else ""))
-    else:
-        notes.append("no column repeats across rows like a customer or conversation id: no group_key")
-    contract["text"] = {"roles": [r for r in ("user", "assistant") if roles[r]] or ["user", "assistant"]}
-    why["text"] = "the text the duplicate, leakage and contamination checks compare"
-    contract["limits"] = {"max_row_chars": _round_up(row_chars), "max_message_chars": _round_up(msg_chars)}
-    why["limits"] = f"longest row {row_chars} and message {msg_chars} characters seen, with headroom"
-    contract["thresholds"] = {"max_duplicate_rate": 0.0, "max_findings": {"contract": 0}}
-    why["thresholds"] = "no contract finding tolerated; raise per check under max_findings"
-    return contract, why, notes
+    cands.sort(key=lambda k: (k not in GROUP_NAMES, -len(p.cols[k].values)))
+    return cands
 
 
 def render(contract: dict[str, Any], why: dict[str, str], notes: list[str], schema_ref: str | None = None) -> str:
