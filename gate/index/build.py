@@ -104,9 +104,6 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
     written to Parquet as they come back; the parent keeps per row only fixed-width arrays (row digest, LSH band
     keys, signature digest, shingle count, where its line is), so peak memory is ~100 B per row plus one block
     (issue 19: 5.5 GB at 1M rows before)."""
-    from gate.dedup import find_near_duplicates
-    from gate.dedup.cluster import Sketch
-
     t0 = time.perf_counter()
     config = neardup_config(contract)
     plan = config.plan()
@@ -125,14 +122,8 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
                                                          "sigdigest", "counts")}
     try:
         for s, src in enumerate(sources):
-            spool: Any = None
-            if src.format == "jsonl":
-                fd = os.open(src.path, os.O_RDONLY)
-                spools.append(fd)
-            else:  # compressed: the decompressed lines go to a temporary file, read back for verification
-                spool = tempfile.TemporaryFile(dir=target.parent)
-                spools.append(spool)
-                fd = spool.fileno()
+            fd, spool = _open_lines(src, target)
+            spools.append(fd if spool is None else spool)
             files.append((fd, src.display))
 
             def slices(src: Any = src, s: int = s, spool: Any = spool
@@ -159,25 +150,7 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
                 spool.flush()
         pool.close()
         t_map = time.perf_counter() - t0
-
-        def cat(name: str, empty_of: np.ndarray) -> np.ndarray:
-            parts = cols.pop(name)
-            return np.concatenate(parts) if parts else empty_of
-
-        src_of = cat("src", np.zeros(0, np.int32))
-        line_of = cat("line", np.zeros(0, np.int64))
-        row_digests = cat("digest", np.zeros(0, "S16"))
-        sketch = Sketch(cat("bands", np.zeros((0, plan.bands), np.uint64)),
-                        cat("sigdigest", np.zeros((0, 2), np.uint64)), cat("counts", np.zeros(0, np.int64)))
-        texts = LazyTexts(contract, files, src_of, cat("start", np.zeros(0, np.int64)),
-                          cat("end", np.zeros(0, np.int64)), line_of)
-        keys = list(zip(src_of.tolist(), line_of.tolist(), strict=True))
-        result = find_near_duplicates(texts, keys, config, sketch)
-        del keys, sketch
-        members = np.fromiter((p for c in result.clusters for p in c.members), dtype=np.int64)
-        g_group = [gid for gid, c in enumerate(result.clusters) for _ in c.members]
-        g_split = [sources[int(k)].split for k in src_of[members].tolist()]
-        groups = store.groups_table(g_split, row_digests[members], g_group)
+        groups, n_clusters = _cluster_groups(contract, config, [src.split for src in sources], files, cols)
         t_cluster = time.perf_counter() - t0 - t_map
         entries_path = writer.close(store.entries_table([], np.zeros(0, "S16"), empty))
     except BaseException:
@@ -193,15 +166,60 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
     manifest = {"dataset": str(dataset), "compat": store.compat_key(contract, config), "config": str(config),
                 "bands": plan.bands, "rows_per_band": plan.rows, "contract": contract.name,
                 "contract_sha256": contract.sha256, "splits": [s.split for s in sources]}
+    out = _publish(target, manifest, entries_path, groups)
+    out["timings"] = {"parse_and_sign": round(t_map, 3), "cluster": round(t_cluster, 3),
+                      "total": round(time.perf_counter() - t0, 3)}
+    out["clusters"] = n_clusters
+    out["index_dir"] = str(target)
+    return out
+
+
+def _publish(target: Path, manifest: dict[str, Any], entries_path: Path, groups: Any) -> dict[str, Any]:
+    """Replaces the index at `target` in one atomic step, under its lock (a reader sees the old or the new one,
+    never a mix); the spooled entries file is removed either way. Returns the manifest as written."""
     try:
         with store.locked(target):
             with atomic_dir(target) as tmp:
                 store.write_new(tmp, manifest, entries_path, groups)
     finally:
         entries_path.unlink(missing_ok=True)
-    out = store.read_manifest(target) or {}
-    out["timings"] = {"parse_and_sign": round(t_map, 3), "cluster": round(t_cluster, 3),
-                      "total": round(time.perf_counter() - t0, 3)}
-    out["clusters"] = len(result.clusters)
-    out["index_dir"] = str(target)
-    return out
+    return store.read_manifest(target) or {}
+
+
+def _open_lines(src: Any, target: Path) -> tuple[int, Any]:
+    """(descriptor the rows' lines are read back from, spool or None): a JSONL file is read in place; a compressed
+    one's decompressed lines go to a temporary file beside the index, written as the blocks stream by."""
+    if src.format == "jsonl":
+        return os.open(src.path, os.O_RDONLY), None
+    spool = tempfile.TemporaryFile(dir=target.parent)
+    return spool.fileno(), spool
+
+
+def _cluster_groups(contract: Contract, config: Any, split_of: list[str], files: list[tuple[int, str]],
+                    cols: dict[str, list[np.ndarray]]) -> tuple[Any, int]:
+    """(groups table, cluster count): the whole dataset's near-duplicate clusters, from the per-row arrays the
+    signing pass kept (`cols`, emptied as they are joined), by the same clustering a full check runs; the texts
+    are read back from `files` only for the pairs that need verifying."""
+    from gate.dedup import find_near_duplicates
+    from gate.dedup.cluster import Sketch
+
+    plan = config.plan()
+
+    def cat(name: str, empty_of: np.ndarray) -> np.ndarray:
+        parts = cols.pop(name)
+        return np.concatenate(parts) if parts else empty_of
+
+    src_of = cat("src", np.zeros(0, np.int32))
+    line_of = cat("line", np.zeros(0, np.int64))
+    row_digests = cat("digest", np.zeros(0, "S16"))
+    sketch = Sketch(cat("bands", np.zeros((0, plan.bands), np.uint64)),
+                    cat("sigdigest", np.zeros((0, 2), np.uint64)), cat("counts", np.zeros(0, np.int64)))
+    texts = LazyTexts(contract, files, src_of, cat("start", np.zeros(0, np.int64)),
+                      cat("end", np.zeros(0, np.int64)), line_of)
+    keys = list(zip(src_of.tolist(), line_of.tolist(), strict=True))
+    result = find_near_duplicates(texts, keys, config, sketch)
+    del keys, sketch
+    members = np.fromiter((p for c in result.clusters for p in c.members), dtype=np.int64)
+    g_group = [gid for gid, c in enumerate(result.clusters) for _ in c.members]
+    g_split = [split_of[int(k)] for k in src_of[members].tolist()]
+    return store.groups_table(g_split, row_digests[members], g_group), len(result.clusters)
