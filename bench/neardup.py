@@ -172,8 +172,9 @@ def engine_gate_lib(corpus: Path) -> tuple[dict[str, Any], np.ndarray, np.ndarra
     cluster.shingle_batch = prof.wrap(
         cluster.shingle_batch, lambda parent: "shingling" if parent == "signatures" else "verification")
     cluster.minhash_signatures = prof.wrap(cluster.minhash_signatures, "signatures")
-    for name in ("_full_signature_groups", "band_keys", "candidate_pairs"):
+    for name in ("_full_signature_groups", "band_keys", "split_candidate_pairs"):
         setattr(cluster, name, prof.wrap(getattr(cluster, name), "banding"))
+    cluster.ShingleSets.prefix_join = prof.wrap(cluster.ShingleSets.prefix_join, "banding")  # type: ignore[method-assign]
     cluster.verify_spanning = prof.wrap(cluster.verify_spanning, "verification")
     cluster._Subset.__init__ = prof.wrap(cluster._Subset.__init__, "verification")  # type: ignore[method-assign]
     cluster.ShingleSets.jaccard = prof.wrap(cluster.ShingleSets.jaccard, "verification")  # type: ignore[method-assign]
