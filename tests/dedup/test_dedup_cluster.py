@@ -470,3 +470,18 @@ def test_split_buckets_give_the_same_clusters_as_all_pairs(threshold: float) -> 
     assert split.counters.split_buckets > 0 and full.counters.split_buckets == 0
     assert split.counters.candidate_pairs < 0.5 * full.counters.candidate_pairs
     assert split.counters.rows_in_clusters > 300
+
+
+@pytest.mark.parametrize("cap", [None, 2])
+def test_identical_copies_whose_representative_has_no_other_candidate_are_clustered(cap: int | None) -> None:
+    """The representative of an identical-signature group is re-shingled for verification even when no LSH pair
+    names it (the group's only candidates are its members), so the copies are verified against the right set."""
+    rng = random.Random(4)
+    texts = [" ".join(f"w{rng.randrange(10_000)}" for _ in range(40)) for _ in range(60)]
+    texts[17] = texts[44] = texts[3]
+    texts[6] = texts[5].rsplit(" ", 1)[0] + " changed"  # a near pair whose rows sit between 3 and 17
+    config = NearDupConfig(minhash=MinHashConfig(threshold=0.8, split_bucket=cap))
+    res = find_near_duplicates(texts, config=config)
+    assert [c.members for c in res.clusters] == [(3, 17, 44), (5, 6)]
+    assert res.counters.identical_signature_docs == 2
+    assert sorted(p.jaccard for p in res.pairs)[1:] == [1.0, 1.0]
