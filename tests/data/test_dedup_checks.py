@@ -391,3 +391,19 @@ def test_star_keep_equals_a_brute_force_greedy_on_templated_clusters(tmp_path, t
     got = {f.row: f.partner_row for f in res.findings}
     assert set(got) == set(expected) and len(got) > 20
     assert all(got[r] - 1 in expected[r] for r in got)  # the cited partner is one of the kept rows near it
+
+
+def test_the_check_reports_the_buckets_it_split_and_still_finds_the_copy(tmp_path, triage_contract):
+    # 150 rows of one template (one slot word differs, J ~0.8): a band holds ~40 % of them, so its buckets are over
+    # split_bucket (32) and are joined by the exact prefix filter, which the report must count
+    base = text(7, 50).split()
+    rows = []
+    for i in range(150):
+        words = list(base)
+        words[25] = f"slot{i}"
+        rows.append(triage_row(i, " ".join(words)))
+    write_jsonl(tmp_path / "train.jsonl", rows)
+    res = results(tmp_path, triage_contract, ["near_duplicate"])["near_duplicate"]
+    counters = res.details["counters"]
+    assert counters["split_buckets"] > 0, counters
+    assert counters["clusters"] == 1 and counters["rows_in_clusters"] == 150

@@ -112,7 +112,8 @@ class _ClusterCheck(Check):
                 "counters": {k: getattr(c, k) for k in ("docs", "empty_docs", "candidate_pairs", "verified_pairs",
                                                         "false_candidates_rejected", "rejected_by_signature",
                                                         "rejected_by_bound", "skipped_already_connected",
-                                                        "oversized_buckets", "clusters", "rows_in_clusters")},
+                                                        "oversized_buckets", "split_buckets", "clusters",
+                                                        "rows_in_clusters")},
                 "report_lines": [res.plan.describe()]}
 
 
