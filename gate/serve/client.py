@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from gate.errors import GateError
 from gate.serve.types import Request, Response, ToolCall
 
 REMOVED_FIELDS = frozenset({"guided_json", "guided_regex", "guided_choice", "guided_grammar",
@@ -96,6 +98,25 @@ def _logprobs(lp: dict[str, Any] | None) -> tuple[float, ...] | None:
     return tuple(float(t["logprob"]) for t in lp["content"])
 
 
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def request_timeout_s() -> float:
+    """Seconds to wait for one answer: $GATE_REQUEST_TIMEOUT_S, else 120. A site setting like GATE_VLLM_ARGS, for
+    slow servers (a CPU server answering a whole batch at once can need minutes per request), so every command that
+    talks to a server (`gate score`, `gate parity`, the demos) reaches it without a flag of its own."""
+    raw = os.environ.get("GATE_REQUEST_TIMEOUT_S", "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise GateError(f"GATE_REQUEST_TIMEOUT_S must be a positive number of seconds, not '{raw}'")
+    return value
+
+
 class OpenAIClient:
     """Sends many requests to one server with at most `concurrency` in flight.
 
@@ -104,7 +125,7 @@ class OpenAIClient:
     and becomes an error Response like every other final failure.
     """
 
-    def __init__(self, base_url: str, model: str, *, concurrency: int = 8, timeout_s: float = 120.0,
+    def __init__(self, base_url: str, model: str, *, concurrency: int = 8, timeout_s: float | None = None,
                  connect_timeout_s: float = 10.0, retries: int = 3, backoff_s: float = 0.5,
                  max_backoff_s: float = 8.0, api_key: str | None = None, extra_body: dict[str, Any] | None = None,
                  stream: bool = False) -> None:
@@ -113,7 +134,7 @@ class OpenAIClient:
             self.base_url = self.base_url[:-3]
         self.model = model
         self.concurrency = max(1, concurrency)
-        self.timeout_s = timeout_s
+        self.timeout_s = request_timeout_s() if timeout_s is None else timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.retries = max(0, retries)
         self.backoff_s = backoff_s

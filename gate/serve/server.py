@@ -173,7 +173,8 @@ class ServerEngine(Engine):
 
     def __init__(self, cmd: Sequence[str], *, port: int, request_model: str, identity: EngineIdentity,
                  log_path: str | os.PathLike[str], env: dict[str, str] | None = None, host: str = "127.0.0.1",
-                 ready_timeout_s: float = 180.0, concurrency: int = 8, timeout_s: float = 120.0, retries: int = 3,
+                 ready_timeout_s: float = 180.0, concurrency: int = 8, timeout_s: float | None = None,
+                 retries: int = 3,
                  extra_body: dict[str, Any] | None = None, stream: bool = False) -> None:
         self.base_url = f"http://{host}:{port}"
         self.server = ServerProcess(cmd, health_url=self.base_url + self.health_path, log_path=log_path,

@@ -99,7 +99,7 @@ class SGLangEngine(ServerEngine):
                  chat_template: str | None = None, seed: int = 0, tp_size: int | None = None,
                  deterministic: bool = False, extra_args: Sequence[str] = (),
                  log_path: str | os.PathLike[str] | None = None, ready_timeout_s: float = 600.0,
-                 concurrency: int = 8, timeout_s: float = 120.0, retries: int = 3, stream: bool = False) -> None:
+                 concurrency: int = 8, timeout_s: float | None = None, retries: int = 3, stream: bool = False) -> None:
         port = port or free_port()
         loras = {adapter_name: str(adapter)} if adapter else None
         cmd = sglang_command(str(model), port=port, python=python, served_model_name=served_model_name,

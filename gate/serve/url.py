@@ -25,7 +25,7 @@ class URLEngine(Engine):
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, model_hash: str | None = None,
                  adapter_hash: str | None = None, flags: Sequence[str] = (), chat_template_hash: str = "",
-                 concurrency: int = 8, timeout_s: float = 120.0, retries: int = 3,
+                 concurrency: int = 8, timeout_s: float | None = None, retries: int = 3,
                  extra_body: dict[str, Any] | None = None, stream: bool = False) -> None:
         self.client = OpenAIClient(base_url, model, concurrency=concurrency, timeout_s=timeout_s, retries=retries,
                                    api_key=api_key, extra_body=extra_body, stream=stream)

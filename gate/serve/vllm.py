@@ -124,7 +124,8 @@ class VLLMEngine(ServerEngine):
                  chat_template: str | None = None, seed: int = 0, max_model_len: int | None = None,
                  dtype: str | None = None, enforce_eager: bool = False, cpu: bool | None = None,
                  extra_args: Sequence[str] = (), log_path: str | os.PathLike[str] | None = None,
-                 ready_timeout_s: float = 180.0, concurrency: int = 8, timeout_s: float = 120.0, retries: int = 3,
+                 ready_timeout_s: float = 180.0, concurrency: int = 8, timeout_s: float | None = None,
+                 retries: int = 3,
                  stream: bool = False) -> None:
         port = port or free_port()
         loras = {adapter_name: str(adapter)} if adapter else None

@@ -84,6 +84,28 @@ def test_timeout_is_an_error_response(fake):
     assert "timeout" in out[0].error and time.perf_counter() - t0 < 1.5
 
 
+def test_the_request_timeout_is_a_site_setting_for_slow_servers(fake, monkeypatch):
+    # a CPU server answering a whole batch at once needs minutes per request: GATE_REQUEST_TIMEOUT_S reaches every
+    # client gate builds (gate score / parity build theirs with no timeout argument)
+    fake.delay_s = 1.0
+    monkeypatch.setenv("GATE_REQUEST_TIMEOUT_S", "0.3")
+    out = client(fake).generate([req()])
+    assert "timeout after 0.3 s" in out[0].error
+    monkeypatch.setenv("GATE_REQUEST_TIMEOUT_S", "5")
+    assert client(fake).timeout_s == 5.0 and client(fake).generate([req()])[0].error is None
+    monkeypatch.delenv("GATE_REQUEST_TIMEOUT_S")
+    assert client(fake).timeout_s == 120.0
+
+
+@pytest.mark.parametrize("bad", ["soon", "0", "-4"])
+def test_a_bad_request_timeout_is_one_line(monkeypatch, bad):
+    from gate.errors import GateError
+
+    monkeypatch.setenv("GATE_REQUEST_TIMEOUT_S", bad)
+    with pytest.raises(GateError, match="GATE_REQUEST_TIMEOUT_S must be a positive number"):
+        OpenAIClient("http://127.0.0.1:9", "m")
+
+
 def test_nothing_listening_gives_error_responses():
     c = OpenAIClient(f"http://127.0.0.1:{free_port()}", "tiny", retries=1, backoff_s=0.01)
     out = c.generate([req(), req()])
