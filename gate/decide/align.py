@@ -138,15 +138,17 @@ def align(base: RunSide | None, cand: RunSide | None) -> Aligned:
 
 def load_aligned(db: str | None, *, comparison: str | None = None, baseline_run: str | None = None,
                  candidate_run: str | None = None, scorecard: str | None = None,
-                 single: str | None = None) -> Aligned:
-    """Reads and pairs the runs to decide on (`single`: one run alone, for the baseline-first target check)."""
+                 single: str | None = None, single_role: str = "baseline") -> Aligned:
+    """Reads and pairs the runs to decide on (`single`: one run alone, as the baseline for the baseline-first
+    target check, or as a candidate scored without a baseline, whose paired gates then cannot pass)."""
     from gate.store.db import connect
 
     with connect(db, read_only=True) as con:
         if not scores.has_score_runs(con):
             raise GateError("no `gate score` runs in the record yet", file=db)
         if single:
-            return align(load_side(con, single), None)
+            side = load_side(con, single)
+            return align(None, side) if single_role == "candidate" else align(side, None)
         b, c = find_runs(con, comparison=comparison, baseline_run=baseline_run, candidate_run=candidate_run,
                          scorecard=scorecard)
         if not b or not c:

@@ -4,6 +4,9 @@ Three modes share one path so they can never disagree on how a gate is computed:
 - compare: candidate vs frozen baseline; PROMOTE only when every blocking gate passes (Holm across tested gates).
 - baseline_only: the frozen baseline alone against the absolute and must-pass gates, before any training; when it
   already meets them the target needs no training, and the record says so.
+- candidate_only: a trained candidate (an adapter) scored without a baseline. It is decided as a comparison whose
+  baseline is missing: its absolute gates are evaluated, its paired gates cannot pass, so it BLOCKs (exit 100).
+  A CI job that forgets `--baseline` must not promote a broken adapter on the baseline-first check's exit 0.
 - aa: the baseline against itself (two seeds or two epochs); the spread of its differences is the noise floor, and a
   non-inferiority margin below it is a gate that identical models would fail by chance.
 """
@@ -54,6 +57,9 @@ class Decision:
         failed = [g["gate"] for g in self.gates if g["verdict"] == "fail" and g["severity"] == "block"]
         if self.verdict == "PROMOTE":
             return f"PROMOTE: all {sum(g['verdict'] == 'pass' for g in self.gates)} evaluated gates pass"
+        if self.verdict == "BLOCK" and self.mode == "candidate_only":
+            return (f"BLOCK: the candidate was scored without a baseline, so it is not promoted; {len(failed)} "
+                    f"gate(s) failed or could not be evaluated: {', '.join(failed)}")
         if self.verdict == "BLOCK":
             return f"BLOCK: {len(failed)} gate(s) failed: {', '.join(failed)}"
         if self.verdict == "TARGET_MET":
@@ -144,12 +150,12 @@ def decide(scorecard: Any, aligned: Aligned, *, mode: str = "compare", seed: int
     ctx = Context(aligned=aligned, item_flags=item_flags(scorecard), mode=mode, seed=seed, resamples=resamples)
     rows = [evaluate_gate(g, ctx) for g in scorecard.gates]
     apply_holm(rows)
-    if mode == "compare":
+    if mode in ("compare", "candidate_only"):
         for r in rows:  # a paired gate that could not be computed is no evidence of improvement: it blocks
             if r["verdict"] == "skip" and r["rule"] in ("superiority", "non_inferiority"):
                 r["verdict"] = "fail"
                 r["detail"] = f"not evaluated, so not passed: {r['detail']}"
-    if mode in ("compare", "baseline_only"):
+    if mode in ("compare", "baseline_only", "candidate_only"):
         # an absolute gate nobody measured (latency from a cached run, a metric the run lacks) is no evidence that
         # the threshold holds: it blocks unless the scorecard says `on_unmeasured: warn` for that gate
         for r, g in zip(rows, scorecard.gates, strict=True):
@@ -183,7 +189,7 @@ def decide(scorecard: Any, aligned: Aligned, *, mode: str = "compare", seed: int
         if r["rule"] == "non_inferiority" and r["gate"] in ref and float(r["margin"] or 0) < ref[r["gate"]]:
             warnings.append(f"gate {r['gate']}: margin {float(r['margin'] or 0):g} is below the measured A/A noise "
                             f"floor {ref[r['gate']]:.3g}: identical models can fail it by chance")
-    if mode == "compare":
+    if mode in ("compare", "candidate_only"):
         blocking = [r for r in rows if r["severity"] == "block"]
         verdict = "PROMOTE" if all(r["verdict"] != "fail" for r in blocking) and any(
             r["verdict"] == "pass" for r in blocking) else "BLOCK"
@@ -204,5 +210,5 @@ def decide(scorecard: Any, aligned: Aligned, *, mode: str = "compare", seed: int
         baseline_run=aligned.baseline_run["run_id"] if aligned.baseline_run else None,
         candidate_run=aligned.candidate_run["run_id"] if aligned.candidate_run else None, n_pairs=aligned.n,
         alignment=aligned.problems, gates=rows,
-        comparisons=comparisons(ctx) if mode != "baseline_only" else [], warnings=warnings,
+        comparisons=comparisons(ctx) if mode in ("compare", "aa") else [], warnings=warnings,
         noise_floor=floors if mode == "aa" else dict(noise_floor or {}), seed=seed, resamples=resamples)

@@ -34,7 +34,7 @@ class Context:
 
     aligned: Aligned
     item_flags: dict[tuple[str, str], dict[str, Any]]  # (suite, id) -> suite row extras (cluster, critical)
-    mode: str  # compare | baseline_only | aa
+    mode: str  # compare | baseline_only | candidate_only | aa
     seed: int = stats.DEFAULT_SEED
     resamples: int = stats.DEFAULT_RESAMPLES
 
@@ -89,6 +89,9 @@ def evaluate_gate(g: dict[str, Any], ctx: Context) -> dict[str, Any]:
     if rule in ("superiority", "non_inferiority"):
         if ctx.mode == "baseline_only":
             row["detail"] = "needs a candidate: evaluated by `gate decide` once there is one"
+            return row
+        if ctx.mode == "candidate_only":
+            row["detail"] = "no baseline run: the candidate was scored alone (pair it: --baseline, `gate decide`)"
             return row
         return _paired(g, row, ctx, mask, j, sign)
     subject = a.cand if a.candidate_run is not None else a.base

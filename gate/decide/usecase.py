@@ -98,13 +98,18 @@ def decide_recorded_runs(*, scorecard_path: str, db: str | None, out: str, compa
                              resamples=resamples)
 
 
-def decide_after_score(scorecard: Any, runs: dict[str, str], *, out: str, db: str | None) -> Decided:
+def decide_after_score(scorecard: Any, runs: dict[str, str], *, out: str, db: str | None,
+                       candidate_alone: bool = False) -> Decided:
     """`gate score`'s last step: with a baseline, the release decision; with one model, the baseline-first check
-    of the absolute gates (is training needed at all for this target?)."""
+    of the absolute gates (is training needed at all for this target?), unless that one model is a trained
+    candidate (`candidate_alone`: it has an adapter), which is decided without a baseline and cannot be promoted."""
     from gate.decide.align import load_aligned
 
     if "baseline" in runs and "candidate" in runs:
         aligned = load_aligned(db, baseline_run=runs["baseline"], candidate_run=runs["candidate"])
         return decide_and_record(scorecard, aligned, mode="compare", out=out, db=db)
+    if candidate_alone:
+        aligned = load_aligned(db, single=next(iter(runs.values())), single_role="candidate")
+        return decide_and_record(scorecard, aligned, mode="candidate_only", out=out, db=db)
     aligned = load_aligned(db, single=next(iter(runs.values())))
     return decide_and_record(scorecard, aligned, mode="baseline_only", out=out, db=db)

