@@ -194,3 +194,31 @@ def test_lora_run_collects_an_adapter(tmp_path):
     cfg = json.loads((ckpt / "adapter_config.json").read_text())
     assert sorted(cfg["target_modules"]) == ["q_proj", "v_proj"] and cfg["r"] == 4
     assert "trainable_params" in (tmp_path / "run" / "train.log").read_text()
+
+
+@pytest.mark.parametrize(("dtype", "stored"), [("bfloat16", "BF16"), ("float32", "F32")])
+def test_the_local_run_trains_and_saves_in_the_specs_dtype(tmp_path, dtype, stored):
+    """The local worker used to load every model in float32 while ms-swift got the spec's dtype as --torch_dtype,
+    so one spec trained in two precisions depending on the runner; the saved weights show which one ran."""
+    spec = _spec(tmp_path, tiny_model(), steps=2, extra=f"dtype: {dtype}\n").read_text()
+    p = tmp_path / "dtype.yaml"
+    p.write_text(spec.replace("batch: {micro: 8, global: 8}", "batch: {micro: 2, global: 2}"))
+    res = run_gate("train", str(p), "--runner", "local", "--no-db")
+    assert res.returncode == 0, res.stderr
+    run = tmp_path / "run"
+    header = (run / "checkpoint-final" / "model.safetensors").read_bytes()
+    meta = json.loads(header[8:8 + int.from_bytes(header[:8], "little")])
+    assert {v["dtype"] for k, v in meta.items() if k != "__metadata__"} == {stored}
+    assert json.loads((run / "plan" / "local_train.json").read_text())["dtype"] == dtype
+    assert f"dtype {dtype} trainable_params" in (run / "train.log").read_text()
+
+
+def test_float16_is_refused_at_plan_time_in_one_line(tmp_path):
+    """float16 without loss scaling underflows and CPU float16 kernels are slow or missing: one line before any
+    plan is written, not a crash or a run that learns nothing."""
+    p = _spec(tmp_path, tiny_model(), steps=2, extra="dtype: float16\n")
+    res = run_gate("train", str(p), "--runner", "local", "--dry-run")
+    assert res.returncode == 1, res.stdout
+    assert res.stderr.strip().count("\n") == 0 and "Traceback" not in res.stderr
+    assert f"{p}: dtype: float16 is not supported by the local runner" in res.stderr
+    assert not (tmp_path / "run").exists()

@@ -111,12 +111,18 @@ def _prune(saved: list[Path], keep: int) -> None:
 
 
 def _load_model(cfg: dict[str, Any], device: str) -> tuple[Any, Any]:
-    """The tokenizer and the model in training mode on `device`, wrapped by PEFT for a LoRA run."""
+    """The tokenizer and the model in training mode on `device`, wrapped by PEFT for a LoRA run.
+
+    The weights load in the spec's `dtype`, as ms-swift's `--torch_dtype` does, so one spec trains in one precision
+    whichever runner runs it. A plan written before the dtype reached it has no `dtype` key: it was float32 then.
+    PEFT keeps a LoRA adapter in float32 over a bfloat16 base (its `autocast_adapter_dtype` default)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    dtype = cfg.get("dtype") or "float32"
     tok = AutoTokenizer.from_pretrained(cfg["model"], revision=cfg.get("revision"))
-    model = AutoModelForCausalLM.from_pretrained(cfg["model"], revision=cfg.get("revision"), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(cfg["model"], revision=cfg.get("revision"),
+                                                 dtype=getattr(torch, dtype))
     method = cfg["method"]
     if method["type"] == "lora":
         from peft import LoraConfig, get_peft_model
@@ -127,7 +133,8 @@ def _load_model(cfg: dict[str, Any], device: str) -> tuple[Any, Any]:
             target_parameters=method.get("target_parameters") or None, task_type="CAUSAL_LM"))
     model.to(device).train()
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    print(f"gate-local: model {cfg['model']} method {method['type']} trainable_params {trainable}", flush=True)
+    print(f"gate-local: model {cfg['model']} method {method['type']} dtype {dtype} trainable_params {trainable}",
+          flush=True)
     return tok, model
 
 
@@ -267,7 +274,7 @@ def main(config_path: str) -> int:
 
 def _save(model: Any, tok: Any, path: Path) -> None:
     """Writes the checkpoint into a sibling and renames it into place, so a checkpoint directory is never half
-    written. Weights stay in the training precision (fp32): the tiny model gains nothing from bf16 on CPU."""
+    written. Weights stay in the training precision (the spec's dtype; a LoRA adapter in float32)."""
     import os
     import shutil
 

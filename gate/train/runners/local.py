@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from gate.train.runners.base import LaunchPlan, Runner
-from gate.train.spec import TrainSpec
+from gate.train.spec import SpecError, TrainSpec
 
 
 class LocalRunner(Runner):
@@ -19,8 +19,14 @@ class LocalRunner(Runner):
 
     def plan(self, spec: TrainSpec, plan_dir: Path) -> LaunchPlan:
         opts = spec.options("local")
+        if spec.dtype == "float16":
+            # refused here, not mid-run: the worker has no loss scaling (fp16 gradients underflow without it) and
+            # CPU float16 kernels are slow or missing, so a float16 run would crash or quietly learn nothing
+            raise SpecError("float16 is not supported by the local runner (no loss scaling); use bfloat16 or float32",
+                            file=spec.path, field="dtype")
         cfg = {
-            "model": spec.model, "revision": spec.revision, "seed": spec.seed, "output_dir": spec.output_dir,
+            "model": spec.model, "revision": spec.revision, "dtype": spec.dtype, "seed": spec.seed,
+            "output_dir": spec.output_dir,
             "method": {"type": spec.method, "rank": spec.lora_rank, "alpha": spec.lora_alpha,
                        "dropout": spec.lora_dropout, "targets": list(spec.targets),
                        "target_parameters": list(spec.target_parameters)},
