@@ -14,7 +14,6 @@ any parameter is read. What the guard accepts is in gate/dashboard/auth.py.
 from __future__ import annotations
 
 import html
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -23,13 +22,14 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTex
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
+from gate import settings
 from gate.dashboard import auth, pages
 from gate.dashboard.cache import Page, PageCache
 from gate.dashboard.charts import plotly_js_path
 from gate.errors import GateError
 from gate.service.auth import Perm, parse_token, principal_of
 
-CACHE = PageCache(int(os.environ.get("GATE_DASHBOARD_CACHE_PAGES", "128")))
+CACHE = PageCache(settings.count("GATE_DASHBOARD_CACHE_PAGES", 128))
 
 
 def database(request: Request) -> str:

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from gate.errors import GateError
 from gate.serve.types import Request, Response, ToolCall
+from gate.settings import positive_seconds
 
 REMOVED_FIELDS = frozenset({"guided_json", "guided_regex", "guided_choice", "guided_grammar",
                             "guided_decoding_backend", "guided_whitespace_pattern"})
@@ -105,16 +104,7 @@ def request_timeout_s() -> float:
     """Seconds to wait for one answer: $GATE_REQUEST_TIMEOUT_S, else 120. A site setting like GATE_VLLM_ARGS, for
     slow servers (a CPU server answering a whole batch at once can need minutes per request), so every command that
     talks to a server (`gate score`, `gate parity`, the demos) reaches it without a flag of its own."""
-    raw = os.environ.get("GATE_REQUEST_TIMEOUT_S", "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise GateError(f"GATE_REQUEST_TIMEOUT_S must be a positive number of seconds, not '{raw}'")
-    return value
+    return positive_seconds("GATE_REQUEST_TIMEOUT_S", DEFAULT_TIMEOUT_S)
 
 
 class OpenAIClient:

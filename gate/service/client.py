@@ -15,6 +15,7 @@ from typing import Any
 
 from gate.errors import ExitCode, GateError
 from gate.io.atomic import atomic_dir
+from gate.settings import positive_seconds
 
 POLL_S = 0.5
 CHECK_FILES = ("report.md", "report.json", "junit.xml")
@@ -78,6 +79,7 @@ class ServiceClient:
 def remote_check(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None, fail_on: str,
                  quiet: bool) -> int:
     """Submits the check to $GATE_URL with $GATE_TOKEN, waits, copies the reports back; returns the job's exit code."""
+    timeout = positive_seconds("GATE_JOB_TIMEOUT", 3600.0)  # before submitting: a bad value must not leave a job
     url = os.environ["GATE_URL"]
     client = ServiceClient(url, os.environ.get("GATE_TOKEN"))
     job = client.submit_check({"dataset": str(Path(dataset).absolute()),
@@ -88,7 +90,6 @@ def remote_check(*, dataset: str, contract_path: str, report_dir: str, checks: l
     from gate.report.console import make_console
 
     console = make_console()
-    timeout = float(os.environ.get("GATE_JOB_TIMEOUT", "3600"))
     if console.is_terminal and not quiet:  # a spinner on a terminal; CI logs get the two lines only
         with console.status(f"waiting for {job['job_id']} on {url}"):
             done = client.wait(job["job_id"], timeout)
