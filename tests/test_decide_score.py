@@ -56,3 +56,15 @@ def test_score_without_candidate_checks_the_baseline_against_the_target(server: 
 
     with duckdb.connect(str(tmp_path / "g.duckdb"), read_only=True) as con:
         assert con.execute("SELECT mode, verdict FROM decisions").fetchall() == [("baseline_only", "TARGET_MET")]
+
+
+def test_a_served_lora_scored_alone_is_a_candidate_and_blocks(server: FakeOpenAI, tmp_path: Path) -> None:
+    """--engine url names the adapter as the model; the server lists it with `parent` (as vLLM lists a LoRA
+    module). Alone it used to get the baseline-first check (exit 0 even on TARGET_NOT_MET): now it is a candidate
+    decided without a baseline, which cannot be promoted."""
+    r, out = _score(server, tmp_path, "tinylora")
+    assert r.returncode == 100, r.stdout + r.stderr
+    data = json.loads((out / "decision.json").read_text())
+    assert data["mode"] == "candidate_only" and data["verdict"] == "BLOCK" and data["baseline_run"] is None
+    run = json.loads((out / "scores.json").read_text())["runs"]["candidate"]
+    assert data["candidate_run"] == run["run_id"]

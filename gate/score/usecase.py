@@ -116,8 +116,10 @@ def run_prepared(plan: ScorePlan, *, progress: Any = None) -> Scored:
     if plan.scorecard.gates:  # the release decision is the last step (issue 7): PROMOTE 0 / BLOCK 100, or the target
         from gate.decide.usecase import decide_after_score
 
-        # an adapter scored alone is a trained candidate, not the baseline before training: no baseline-first pass
-        alone = len(outcome.runs) == 1 and bool(outcome.runs[0].spec.adapter)
+        # an adapter scored alone (--adapter, or a name the server lists as a LoRA module of a base model) is a
+        # trained candidate, not the baseline before training: no baseline-first pass for it
+        lone = outcome.runs[0] if len(outcome.runs) == 1 else None
+        alone = lone is not None and bool(lone.spec.adapter or lone.identity.adapter_hash)
         scored.decided = decide_after_score(plan.scorecard, {r.spec.role: r.run_id for r in outcome.runs},
                                             out=plan.out, db=plan.db, candidate_alone=alone)
     return scored

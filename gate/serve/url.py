@@ -49,10 +49,18 @@ class URLEngine(Engine):
         except Exception as exc:
             raise EngineError(f"no OpenAI-compatible server at {self.client.base_url} "
                               f"({type(exc).__name__}: {exc})".splitlines()[0]) from None
-        ids = [m.get("id") for m in (models or {}).get("data", []) if isinstance(m, dict)]
+        entries = [m for m in (models or {}).get("data", []) if isinstance(m, dict)]
+        ids = [m.get("id") for m in entries]
         if ids and self.client.model not in ids:
             raise EngineError(f"model {self.client.model!r} is not served at {self.client.base_url} "
                               f"(served: {', '.join(map(str, ids))})")
+        entry = next((m for m in entries if m.get("id") == self.client.model), {})
+        parent = entry.get("parent")
+        if parent and parent != self.client.model and not self._identity.adapter_hash:
+            # vLLM lists a LoRA module with `parent` = its base model: the name is an adapter, so a run of it alone
+            # is a trained candidate (gate score decides it without a baseline), and its cache key says so
+            served = hash_text(f"{self.client.base_url}|{self.client.model}|{parent}|{entry.get('root') or ''}")
+            self._identity = replace(self._identity, adapter_hash="served-lora:" + served)
         version = ""
         try:
             version = str((asyncio.run(self.client.get_json("/version")) or {}).get("version") or "")

@@ -167,3 +167,15 @@ def test_chat_template_kwargs_reach_the_real_servers_template(server):
     a, b, c = server.generate([plain, off, on])
     assert a.error is None and b.error is None and c.error is None
     assert b.prompt_tokens > a.prompt_tokens and c.prompt_tokens == a.prompt_tokens
+
+
+def test_the_real_server_lists_its_lora_module_with_a_parent(server):
+    """gate's url engine tells an adapter from a base model by the `parent` of its /v1/models entry: vLLM's own
+    listing must carry it, or a served adapter scored alone would pass as a baseline."""
+    from gate.serve.url import URLEngine
+
+    lora = URLEngine(server.client.base_url, "tinylora")
+    lora.start()
+    base = URLEngine(server.client.base_url, "tiny")
+    base.start()
+    assert (lora.identity.adapter_hash or "").startswith("served-lora:") and base.identity.adapter_hash is None
