@@ -52,7 +52,8 @@ SPEC_SCHEMA: dict[str, Any] = {
         "sequence_length": _POS,
         "dtype": {"enum": ["bfloat16", "float16", "float32"],
                   "description": "training precision, the same on every runner; float32 on CPU for ms-swift "
-                                 "(its bf16 needs a GPU); the local runner refuses float16 (no loss scaling)"},
+                                 "(its bf16 needs a GPU); the local and nemo-automodel runners refuse float16 (no "
+                                 "loss scaling)"},
         "batch": {
             "type": "object", "additionalProperties": False,
             "properties": {"micro": _POS, "global": _POS},

@@ -2,12 +2,14 @@
 
 What it proves without a GPU: the CLI accepts the command line, the recipe name resolves, every typed section the
 recipe reads (step_scheduler, lr_scheduler, optimizer, loss_fn, checkpoint) is built by AutoModel's own config classes
-(an unknown or misspelt key raises there), the PEFT and backend configs instantiate, a multi-node launch parses with
-torchrun's own parser, and the ChatDataset encodes every training row (a seeded sample of 1,000 plus every row kind
-above that) with the model's own tokenizer and chat template. What could not be checked is listed under "skipped".
+(an unknown or misspelt key raises there), the PEFT and backend configs instantiate, the model section's dtype resolves
+with AutoModel's own `dtype_from_str` (as from_pretrained resolves it; the model is not loaded, its from_pretrained
+needs CUDA), a multi-node launch parses with torchrun's own parser, and the ChatDataset encodes every training row (a
+seeded sample of 1,000 plus every row kind above that) with the model's own tokenizer and chat template. What could not
+be checked is listed under "skipped"; what AutoModel accepts but trains other than the spec asks, under "warnings".
 
 Usage: python nemo_automodel_check.py PLAN_DIR [PLAN_DIR...]
-  -> one stdout line per plan: {"ok": true, "checks": [...]}
+  -> one stdout line per plan: {"ok": true, "checks": [...], "skipped": [...], "warnings": [...]}
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 SAMPLE = 1000
 
@@ -25,6 +28,7 @@ def main(plan_dir: str) -> int:
     cmd = plan["command"]
     done: list[str] = []
     skipped: list[str] = []
+    warnings: list[str] = []
     try:
         from nemo_automodel.cli.app import build_parser
         from nemo_automodel.cli.utils import resolve_recipe_name
@@ -68,6 +72,7 @@ def main(plan_dir: str) -> int:
             done.append(f"peft={type(peft).__name__}(dim={peft.dim}, targets={len(peft.target_modules)})")
         backend = cfg.model.backend.instantiate()
         done.append(f"backend={type(backend).__name__}")
+        _model_dtype(cfg, done, warnings)
         tok_path = cfg.get("dataset.tokenizer.pretrained_model_name_or_path", None)
         if not (tok_path and Path(str(tok_path)).is_dir()):
             skipped.append(f"ChatDataset tokenization of the training rows (tokenizer {tok_path} is not on this "
@@ -77,11 +82,31 @@ def main(plan_dir: str) -> int:
             done.append(_encode_rows(ds))
     except Exception as exc:  # report, do not crash: the caller turns this into one line
         print(traceback.format_exc(limit=3), file=sys.stderr)
-        print(json.dumps({"ok": False, "checks": done, "skipped": skipped,
+        print(json.dumps({"ok": False, "checks": done, "skipped": skipped, "warnings": warnings,
                           "error": f"{type(exc).__name__}: {exc}"[:1000]}))
         return 1
-    print(json.dumps({"ok": True, "checks": done, "skipped": skipped}))
+    print(json.dumps({"ok": True, "checks": done, "skipped": skipped, "warnings": warnings}))
     return 0
+
+
+def _model_dtype(cfg: Any, done: list[str], warnings: list[str]) -> None:
+    """The precision from_pretrained will build the model in, resolved as it resolves it: `dtype` wins over
+    `torch_dtype`, both go through dtype_from_str, and absent is "auto" (the checkpoint's dtype; bfloat16 for
+    AutoModel's own model classes), which follows the checkpoint, not the spec."""
+    import torch
+    from nemo_automodel.shared.utils import dtype_from_str
+
+    key = next((k for k in ("dtype", "torch_dtype") if cfg.get(f"model.{k}", None) is not None), None)
+    raw = cfg.get(f"model.{key}", None) if key else None
+    if raw is None or raw == "auto":
+        warnings.append('the model section sets no dtype: AutoModel loads it "auto" (the checkpoint\'s dtype, '
+                        "bfloat16 for its own model classes), not the spec's dtype")
+        return
+    resolved = dtype_from_str(raw)
+    assert resolved.is_floating_point, f"model.{key}={raw} is not a floating-point dtype"
+    done.append(f"model.{key}={resolved}")
+    if resolved == torch.float16:
+        warnings.append(f"model.{key}={resolved}: AutoModel 0.7 has no loss scaling, so float16 gradients underflow")
 
 
 def _kind(row: dict) -> str:
