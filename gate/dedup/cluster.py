@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -274,6 +274,28 @@ def verify_spanning(
     return parent, edges, jac, tested, rejected
 
 
+#: keys sorted at once when building or ranking shingle sets: 2 MB of int64, in cache (see `ShingleSets.__init__`)
+_SLICE_KEYS = 1 << 18
+
+
+def _doc_slices(offsets: np.ndarray, step: int) -> Iterator[tuple[int, int]]:
+    """(first doc, past last doc) of consecutive slices of whole documents holding about ``step`` keys each."""
+    m = offsets.size - 1
+    cuts = np.searchsorted(offsets, np.arange(step, int(offsets[-1]), step), side="right") - 1
+    bounds = sorted_unique(np.concatenate(([0], np.clip(cuts, 0, m), [m]))).tolist()
+    if len(bounds) == 1:
+        bounds.append(m)
+    for d0, d1 in zip(bounds[:-1], bounds[1:], strict=True):
+        if d1 > d0:
+            yield d0, d1
+
+
+def _runs_of(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Positions first[k] .. last[k] - 1 of every k, concatenated."""
+    lengths = last - first
+    return np.repeat(first, lengths) + ranks_within(lengths)
+
+
 #: bins of the sound shingle-count bound (`ShingleSets.may_reach`): 256 bytes a document under verification
 BOUND_BINS = 256
 
@@ -292,10 +314,23 @@ class ShingleSets:
         self._v = np.int64(max(uniq.size, 1))
         if m * int(self._v) >= 1 << 62:
             raise ValueError("too many documents x distinct shingles for one verification batch")
-        # keys arrive grouped by document (ascending), unsorted inside each: timsort merges such runs ~5x faster
-        keys = np.sort(np.repeat(np.arange(m, dtype=np.int64), batch.sizes) * self._v + dense, kind="stable")
-        self._keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
-        self.sizes = np.bincount(self._keys // self._v, minlength=m)
+        # keys are doc-major, so sorting slices of whole documents and joining them is the global sort; a slice
+        # stays in cache and its temporaries are small, where one sort of every key misses the cache and takes
+        # fresh pages from the kernel once the arrays outgrow the allocator's reuse (~32 MB), which made the cost
+        # per document rise with n (issue 19 s2, linear growth: 25k -> 100k templated rows)
+        offsets = batch.offsets
+        parts: list[np.ndarray] = []
+        sizes = np.zeros(m, dtype=np.int64)
+        for d0, d1 in _doc_slices(offsets, _SLICE_KEYS):
+            part = np.repeat(np.arange(d0, d1, dtype=np.int64), np.diff(offsets[d0:d1 + 1])) * self._v
+            part += dense[offsets[d0]:offsets[d1]]
+            part.sort(kind="stable")  # runs of one document each: timsort merges them ~2.5x faster
+            if part.size:
+                part = part[np.concatenate(([True], part[1:] != part[:-1]))]
+                sizes[d0:d1] = np.bincount(part // self._v - d0, minlength=d1 - d0)
+            parts.append(part)
+        self._keys = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        self.sizes = sizes
         self._start = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(self.sizes, out=self._start[1:])
         self._bins: np.ndarray | None = None
@@ -383,23 +418,43 @@ class ShingleSets:
         docs = sorted_unique(np.asarray(docs, dtype=np.int64))
         if docs.size < 2:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        sizes = self.sizes[docs]
-        pos = np.repeat(self._start[docs], sizes) + ranks_within(sizes)
-        local = np.repeat(np.arange(docs.size, dtype=np.int64), sizes)
-        ids = self._keys[pos] % self._v
         v = int(self._v)
-        rank = np.empty(v, dtype=np.int64)  # rarest first; ties by id (any fixed total order is sound)
-        rank[np.argsort(np.bincount(ids, minlength=v), kind="stable")] = np.arange(v)
-        order = np.sort(local * v + rank[ids])  # each doc's shingles by global rank
+        sizes = self.sizes[docs]
+        first, last = self._start[docs], self._start[docs + 1]
+        slices = list(_doc_slices(np.concatenate(([0], np.cumsum(sizes))), _SLICE_KEYS))
+        id_dtype = np.int32 if v < 1 << 31 else np.int64
+        slice_ids = [(self._keys[_runs_of(first[d0:d1], last[d0:d1])] % v).astype(id_dtype) for d0, d1 in slices]
+        counts = np.bincount(np.concatenate(slice_ids), minlength=v)
+        # rarest first; ties by id (any fixed total order is sound); 32 bits: half the cache misses of the lookups
+        rank = np.empty(v, dtype=id_dtype)
+        # a stable sort of counts below 2^16 as uint16 is numpy's radix sort: the same order, ~5x faster
+        rank[np.argsort(counts.astype(np.uint16) if counts.max() < 1 << 16 else counts, kind="stable")] = np.arange(
+            v, dtype=id_dtype)
+        # ranks below `lone` are shingles of at most one of the docs: they fill prefixes but can pair no one
+        lone = int((counts <= 1).sum())
         # the required overlaps are computed 1e-9 low, so a float error can only lengthen a prefix (still sound)
         long_len = np.clip(sizes - np.ceil(threshold * sizes - 1e-9).astype(np.int64) + 1, 1, sizes)
         short_len = np.clip(sizes - np.ceil(2 * threshold / (1 + threshold) * sizes - 1e-9).astype(np.int64) + 1,
                             1, long_len)
-        within = ranks_within(sizes)
-        take = within < np.repeat(long_len, sizes)
-        short = (within < np.repeat(short_len, sizes))[take]
-        entry = order[take]
-        tok, who = entry % v, entry // v
+        toks: list[np.ndarray] = []
+        whos: list[np.ndarray] = []
+        shorts: list[np.ndarray] = []
+        for (d0, d1), ids in zip(slices, slice_ids, strict=True):
+            # each doc's shingles by global rank, a slice of docs at a time (see __init__): only the prefixes stay
+            part_sizes = sizes[d0:d1]
+            order = np.repeat(np.arange(d0, d1, dtype=np.int64), part_sizes) * v
+            order += rank[ids]
+            order.sort(kind="stable")
+            within = ranks_within(part_sizes)
+            take = within < np.repeat(long_len[d0:d1], part_sizes)
+            short = within < np.repeat(short_len[d0:d1], part_sizes)
+            entry = order[take]
+            tok = entry % v
+            useful = tok >= lone
+            toks.append(tok[useful])
+            whos.append(entry[useful] // v)
+            shorts.append(short[take][useful])
+        tok, who, short = np.concatenate(toks), np.concatenate(whos), np.concatenate(shorts)
         seq = np.empty(docs.size, dtype=np.int64)  # docs by (size, position): the "smaller set" of a pair comes first
         seq[np.lexsort((np.arange(docs.size), sizes))] = np.arange(docs.size)
         by_tok = np.argsort(tok * docs.size + seq[who])
@@ -424,7 +479,7 @@ class ShingleSets:
         if self._bins is None:
             m, keys, v, start = self.sizes.size, self._keys, self._v, self._start
             bins = np.zeros((m, BOUND_BINS), dtype=np.uint8)
-            step = 1 << 14
+            step = 1 << 11  # 4 MB of int64 counts a slice: 16k documents (32 MB) made it 12x slower at 78k documents
             for d0 in range(0, m, step):
                 d1 = min(d0 + step, m)
                 part = keys[start[d0]:start[d1]]
@@ -474,7 +529,9 @@ class _Subset:
             base += pos.size
         offsets = np.zeros(base + 1, dtype=np.int64)
         np.cumsum(np.concatenate(sizes), out=offsets[1:])
-        self.sets = ShingleSets(ShingleBatch(hashes=np.concatenate(hashes), offsets=offsets, config=config))
+        # one source (find_duplicates): its hashes as they are, no copy of ~50 MB per 100k rows
+        flat = hashes[0] if len(hashes) == 1 else np.concatenate(hashes)
+        self.sets = ShingleSets(ShingleBatch(hashes=flat, offsets=offsets, config=config))
 
     def local(self, source: int, positions: np.ndarray) -> np.ndarray:
         return self._base[source] + np.searchsorted(self._positions[source], positions)

@@ -23,3 +23,20 @@ def test_dense_ids_equal_numpy_unique_at_every_size(size: int) -> None:
     ref_u, ref_ids = np.unique(x, return_inverse=True)
     assert uniq.dtype == np.uint64
     assert np.array_equal(uniq, ref_u) and np.array_equal(ids, ref_ids.ravel())
+
+
+def test_dense_ids_bucketed_in_many_slices_equal_numpy_unique(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19 s2 (linear growth): the top-bits bucketing runs a slice of values at a time and copies each
+    (slice, bucket) run to its place; with slices of 1,000 values (hundreds of runs, most buckets spread over many
+    slices, some slices without a value of a bucket) the result is numpy's, ids as int32."""
+    import gate.dedup._arrays as arrays
+
+    monkeypatch.setattr(arrays, "_SLICE", 1000)
+    rng = np.random.default_rng(11)
+    pool = rng.integers(0, 1 << 63, 20_000, dtype=np.uint64) * np.uint64(2)
+    x = pool[rng.integers(0, pool.size, 1 << 17)]
+    x[::7] = np.uint64(2**64 - 1)
+    uniq, ids = dense_ids(x)
+    ref_u, ref_ids = np.unique(x, return_inverse=True)
+    assert ids.dtype == np.int32
+    assert np.array_equal(uniq, ref_u) and np.array_equal(ids, ref_ids.ravel())

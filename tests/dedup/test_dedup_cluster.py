@@ -380,7 +380,7 @@ def test_signature_prefilter_counts_equal_bytes_exactly(num_perm: int) -> None:
 
 
 def test_shingle_bin_counts_built_in_slices_equal_one_bincount() -> None:
-    """The per-document bin counts are built in slices of 16,384 documents (bounded memory); across slice edges they
+    """The per-document bin counts are built in slices of 2,048 documents (bounded memory); across slice edges they
     equal one bincount over all keys, and the bound stays sound there."""
     from gate.dedup.cluster import BOUND_BINS
 
@@ -440,6 +440,73 @@ def test_prefix_join_of_a_subset_uses_only_those_documents() -> None:
     assert inside.sum() > 0
     assert set(zip(a[inside].tolist(), b[inside].tolist(), strict=True)) <= set(zip(pa.tolist(), pb.tolist(),
                                                                                   strict=True))
+
+
+def _one_shot_prefix_join(sets: ShingleSets, docs: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix join as it was before it worked in slices of documents and left out shingles of one document
+    (commit 299f1aa): every entry ranked and sorted at once. The reference the sliced join must equal."""
+    from gate.dedup._arrays import ranks_within, sorted_unique
+
+    docs = sorted_unique(np.asarray(docs, dtype=np.int64))
+    sizes = sets.sizes[docs]
+    pos = np.repeat(sets._start[docs], sizes) + ranks_within(sizes)
+    local = np.repeat(np.arange(docs.size, dtype=np.int64), sizes)
+    v = int(sets._v)
+    ids = sets._keys[pos] % v
+    rank = np.empty(v, dtype=np.int64)
+    rank[np.argsort(np.bincount(ids, minlength=v), kind="stable")] = np.arange(v)
+    order = np.sort(local * v + rank[ids])
+    long_len = np.clip(sizes - np.ceil(threshold * sizes - 1e-9).astype(np.int64) + 1, 1, sizes)
+    short_len = np.clip(sizes - np.ceil(2 * threshold / (1 + threshold) * sizes - 1e-9).astype(np.int64) + 1,
+                        1, long_len)
+    within = ranks_within(sizes)
+    take = within < np.repeat(long_len, sizes)
+    short = (within < np.repeat(short_len, sizes))[take]
+    entry = order[take]
+    tok, who = entry % v, entry // v
+    seq = np.empty(docs.size, dtype=np.int64)
+    seq[np.lexsort((np.arange(docs.size), sizes))] = np.arange(docs.size)
+    by_tok = np.argsort(tok * docs.size + seq[who])
+    tok, who, short = tok[by_tok], who[by_tok], short[by_tok]
+    end = np.flatnonzero(np.append(tok[1:] != tok[:-1], True)) + 1
+    group_end = np.repeat(end, np.diff(np.concatenate(([0], end))))
+    src = np.flatnonzero(short)
+    counts = group_end[src] - src - 1
+    a = np.repeat(who[src], counts)
+    b = who[np.repeat(src + 1, counts) + ranks_within(counts)]
+    code = sorted_unique(np.minimum(a, b) * docs.size + np.maximum(a, b))
+    a, b = code // docs.size, code % docs.size
+    fits = np.minimum(sizes[a], sizes[b]) >= threshold * np.maximum(sizes[a], sizes[b]) - 1e-9
+    return docs[a[fits]], docs[b[fits]]
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.9])
+def test_sliced_shingle_sets_and_prefix_join_equal_doing_it_at_once(monkeypatch: pytest.MonkeyPatch,
+                                                                    threshold: float) -> None:
+    """Issue 19 s2 (linear growth): shingle sets are built, and prefixes ranked, a slice of whole documents at a
+    time (in cache, small temporaries), and shingles held by one document only are left out of the join (they pair
+    no one). With slices of 64 keys, so that slice edges fall all over the corpus (empty and one-shingle documents
+    included), the keys equal one sort of all keys and the pairs equal the one-shot join's, for all documents and
+    for a subset."""
+    import gate.dedup.cluster as cluster
+
+    rng = random.Random(3)
+    texts = slot_corpus(n=300) + ["", "solo", "a b c d e"] + [" ".join(rng.choice("abcdefgh") for _ in range(12))
+                                                              for _ in range(40)]
+    batch = shingle_batch(texts)
+    _, inverse = np.unique(batch.hashes, return_inverse=True)
+    v = int(inverse.max()) + 1
+    whole = np.unique(np.repeat(np.arange(len(texts), dtype=np.int64), batch.sizes) * v + inverse.ravel())
+    monkeypatch.setattr(cluster, "_SLICE_KEYS", 64)
+    sets = ShingleSets(batch)
+    assert np.array_equal(sets._keys, whole)
+    assert np.array_equal(sets.sizes, np.bincount(whole // v, minlength=len(texts)))
+    assert sets.sizes[300] == 0 and sets.sizes[301] == 1
+    for docs in (np.arange(len(texts)), np.arange(1, len(texts), 3)):
+        got = sets.prefix_join(docs, threshold)
+        ref = _one_shot_prefix_join(sets, docs, threshold)
+        assert got[0].size > 10
+        assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1])
 
 
 def test_split_candidate_pairs_hands_over_the_members_of_big_buckets() -> None:
