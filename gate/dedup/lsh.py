@@ -220,9 +220,10 @@ def split_candidate_pairs(
     codes: list[np.ndarray] = []
     split_members: list[np.ndarray] = []
     oversized = split = 0
+    columns = np.ascontiguousarray(keys.T)  # one band's keys contiguous: a strided column misses the cache per key
     for j in range(keys.shape[1]):
-        order = np.argsort(keys[:, j], kind="stable")
-        starts, lengths = _runs(keys[order, j])
+        order = np.argsort(columns[j], kind="stable")
+        starts, lengths = _runs(columns[j][order])
         multi = lengths >= 2
         big = lengths > max_bucket
         oversized += int(big.sum())
