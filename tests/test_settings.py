@@ -16,12 +16,17 @@ from gate.settings import count, positive_seconds
 from tests.conftest import CONTRACTS, FIXTURES, run_gate
 
 
+def _set(monkeypatch: pytest.MonkeyPatch, name: str, raw: str | None) -> None:
+    """`raw` None: the variable is unset (the default applies), else set to it."""
+    if raw is None:
+        monkeypatch.delenv(name, raising=False)
+    else:
+        monkeypatch.setenv(name, raw)
+
+
 @pytest.mark.parametrize(("raw", "want"), [(None, 7.5), ("", 7.5), ("  ", 7.5), ("0.25", 0.25), (" 90 ", 90.0)])
 def test_positive_seconds_reads_the_value_or_the_default(monkeypatch, raw, want):
-    if raw is None:
-        monkeypatch.delenv("GATE_T_S", raising=False)
-    else:
-        monkeypatch.setenv("GATE_T_S", raw)
+    _set(monkeypatch, "GATE_T_S", raw)
     assert positive_seconds("GATE_T_S", 7.5) == want
 
 
@@ -35,10 +40,7 @@ def test_a_bad_number_of_seconds_names_the_variable_and_the_value(monkeypatch, b
 
 @pytest.mark.parametrize(("raw", "want"), [(None, 128), ("", 128), ("0", 0), ("16", 16)])
 def test_count_reads_the_value_or_the_default(monkeypatch, raw, want):
-    if raw is None:
-        monkeypatch.delenv("GATE_N", raising=False)
-    else:
-        monkeypatch.setenv("GATE_N", raw)
+    _set(monkeypatch, "GATE_N", raw)
     assert count("GATE_N", 128) == want
 
 
