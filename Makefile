@@ -108,11 +108,20 @@ system-packages:
 # about as long as the slowest one instead of the sum (CI builds them all from scratch).
 venvs: $(STAMP) $(VLLM_STAMP) $(SWIFT_STAMP) $(NEMO_STAMP) $(SGLANG_STAMP)
 
+# The suite runs in TEST_WORKERS pytest-xdist workers, a whole test file per worker (module fixtures such as a vLLM
+# server or a trained adapter start once), the costliest files first (tests/costs.json, tests/costs_plugin.py): most
+# slow tests wait on subprocesses, servers and trainers, so three workers keep both cores busy. Each phase prints
+# its wall time; pytest its 25 slowest tests, then the CPU seconds per test folder (docs/testing.md: the budget).
+TEST_WORKERS ?= 3
+PYTEST_ARGS  ?= -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 test:
-	$(MAKE) -j5 --no-print-directory venvs
-	$(MAKE) --no-print-directory system-packages
-	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	@tools/phase.sh venvs $(MAKE) -j5 --no-print-directory venvs
+	@tools/phase.sh system-packages $(MAKE) --no-print-directory system-packages
+	@tools/phase.sh ruff $(BIN)/ruff check .
+	@mkdir -p gate-report && rm -f gate-report/test-costs.jsonl
+	@GATE_TEST_COSTS=$(CURDIR)/gate-report/test-costs.jsonl tools/phase.sh pytest \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
+	  $(BIN)/python tools/test_costs.py gate-report/test-costs.jsonl --by dir --top 30 || true; exit $$rc
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py
