@@ -118,6 +118,11 @@ def check(
                                                                      "finding and everything that could be "
                                                                      "personal around it masked) or none.")
                         ] = SnippetMode.masked,
+    allow_contract_change: Annotated[bool, typer.Option("--allow-contract-change",
+                                                        help="With --changed-since/--base: judge by the working "
+                                                             "tree's contract even where it loosens the base's (a "
+                                                             "reviewed change; CI passes it only on a maintainer's "
+                                                             "approval, docs/security.md).")] = False,
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
@@ -129,7 +134,7 @@ def check(
                              tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
                              engine=engine.value, address=address, base=base,
                              index=str(index) if index else None, fail_on_existing=fail_on_existing,
-                             snippets=snippets.value)
+                             snippets=snippets.value, allow_contract_change=allow_contract_change)
     raise typer.Exit(code)
 
 
