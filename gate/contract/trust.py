@@ -159,10 +159,10 @@ RULES: dict[tuple[str, ...], Rule] = {
 }
 
 
-def rule_for(path: tuple[str, ...]) -> Rule:
+def rule_for(path: tuple[str, ...], rules: dict[tuple[str, ...], Rule] | None = None) -> Rule:
     """The most specific rule whose pattern matches `path` (a literal key beats `*`); EXACT when none does."""
     best: tuple[int, Rule] | None = None
-    for pattern, rule in RULES.items():
+    for pattern, rule in (RULES if rules is None else rules).items():
         if len(pattern) != len(path) or not all(p in ("*", k) for p, k in zip(pattern, path, strict=True)):
             continue
         literal = sum(p != "*" for p in pattern)
@@ -213,9 +213,11 @@ def _classify(rule: Rule, before: Any, after: Any) -> tuple[str, str] | None:
         nb, na = _num(b), _num(a)
         if nb is None or na is None:
             return loose, "changed"
-        higher = na > nb
-        return (loose, "raised") if higher == (rule.kind == MAX) else (tight, "lowered" if rule.kind == MAX
-                                                                        else "raised")
+        if na == nb:
+            return None
+        if rule.kind == MAX:
+            return (loose, "raised") if na > nb else (tight, "lowered")
+        return (loose, "lowered") if na < nb else (tight, "raised")
     if rule.kind in (ALLOWED, REQUIRED):
         sb, sa = _set(b), _set(a)
         if rule.kind == ALLOWED:
@@ -244,23 +246,25 @@ def _classify(rule: Rule, before: Any, after: Any) -> tuple[str, str] | None:
     return loose, "removed" if a is None else "changed"
 
 
-def compare(base: Any, pr: Any, path: tuple[str, ...] = (), *, extra_ok: bool = True) -> list[Change]:
-    """Every difference between two contract trees that moves the gate, in key order (walked per RULES);
-    `extra_ok`: whether the base accepts undeclared fields (then declaring one is tightening)."""
+def compare(base: Any, pr: Any, path: tuple[str, ...] = (), *, extra_ok: bool = True,
+            rules: dict[tuple[str, ...], Rule] | None = None) -> list[Change]:
+    """Every difference between two trees that moves the gate, in key order (walked per `rules`, default the
+    contract's RULES); `extra_ok`: whether the base accepts undeclared fields (then declaring one is tightening)."""
     if base is MISSING and pr is MISSING:
         return []
-    rule = rule_for(path)
+    rule = rule_for(path, rules)
     if rule.kind == NEUTRAL:
         return []
     if rule.kind == WALK and (isinstance(base, dict) or base is MISSING) and (isinstance(pr, dict) or pr is MISSING) \
             and not (base is MISSING and pr is MISSING):
-        if path[:1] == ("fields",) and len(path) == 2 and (base is MISSING or pr is MISSING):
+        if rules is None and path[:1] == ("fields",) and len(path) == 2 and (base is MISSING or pr is MISSING):
             return _field_added_or_removed(path, base, pr, extra_ok)
         b = {} if base is MISSING else base
         p = {} if pr is MISSING else pr
         out: list[Change] = []
         for key in [*b, *(k for k in p if k not in b)]:
-            out.extend(compare(b.get(key, MISSING), p.get(key, MISSING), (*path, str(key)), extra_ok=extra_ok))
+            out.extend(compare(b.get(key, MISSING), p.get(key, MISSING), (*path, str(key)), extra_ok=extra_ok,
+                               rules=rules))
         return out
     if rule.kind == WALK:  # a mapping replaced by something else (or the other way round)
         return [] if base == pr else [Change(path, "loosening", base, pr, "changed")]
@@ -312,21 +316,21 @@ def _result(changes: list[Change], contract_rel: str, doc: yamlio.YamlDoc | None
     from gate.data.base import CheckResult, Finding
 
     findings = []
+    tightenings = [f"{'.'.join(ch.path)} {ch.why}" for ch in changes if ch.direction != "loosening"]
     for ch in changes:
+        if ch.direction != "loosening":  # applied, listed in the details: not a finding to fix
+            continue
         line = None
         if doc is not None:
             for k in range(len(ch.path), -1, -1):  # the key itself, else its nearest parent still in the file
                 line = doc.line(list(ch.path[:k]), None) if k else 1
                 if line is not None:
                     break
-        loose = ch.direction == "loosening"
-        sev = "warning" if allowed or not loose else "error"
-        if not loose:
-            sev = "info"
         where = ".".join(ch.path) or "(contract)"
-        findings.append(Finding(CHECK, contract_rel, line, where, f"{CHECK}.{ch.direction}", sev,
+        findings.append(Finding(CHECK, contract_rel, line, where, f"{CHECK}.{ch.direction}",
+                                "warning" if allowed else "error",
                                 f"{where} {ch.why}: {_short(ch.before)} at `{ref}` -> {_short(ch.after)}"
-                                + (" (allowed by --allow-contract-change)" if loose and allowed else "")))
+                                + (" (allowed by --allow-contract-change)" if allowed else "")))
     errors = sum(f.severity == "error" for f in findings)
     loosenings = sum(ch.direction == "loosening" for ch in changes)
     status = "fail" if errors else ("warn" if loosenings else "pass")
@@ -341,7 +345,7 @@ def _result(changes: list[Change], contract_rel: str, doc: yamlio.YamlDoc | None
         summary = f"{note}; {summary}"
     return CheckResult(CHECK, "1", status, {"scanned": 1, "findings": len(findings), "errors": errors,
                                             "loosenings": loosenings, "tightenings": len(changes) - loosenings},
-                       findings, 0.0, summary, {"ref": ref})
+                       findings, 0.0, summary, {"ref": ref, "tightenings": tightenings})
 
 
 def _eval_set_changes(base_contract: Contract, root: Path, commit: str, scratch: Path) -> list[Change]:

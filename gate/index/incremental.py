@@ -35,6 +35,7 @@ from gate.data.base import Batch, Check, CheckResult, IncrementalView
 from gate.data.neardup import neardup_config
 from gate.data.registry import CHECKS, instantiate, resolve
 from gate.data.runner import CheckRun
+from gate.errors import GateError
 from gate.index import store
 from gate.index.features import features, parse_rows, unique_fields
 from gate.index.lines import (
@@ -198,6 +199,10 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     sources = discover(dataset)
     repo = repo_root(Path(dataset).resolve())
     commit = resolve_ref(repo, base)
+    from gate.vcs import refuse_unseen
+
+    refuse_unseen(repo, Path(dataset), base)  # a link out of the dataset, a submodule: changes no diff shows
+    refuse_index_from_change(repo, commit, Path(index_dir) if index_dir else store.default_dir(dataset), base)
     idx_dir, manifest, built_now = _open_index(dataset, contract, config, index_dir, n_workers, clock)
     splits, diff_paths = _diff(sources, repo, commit)
     clock.lap("diff")
@@ -222,6 +227,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
                            frozenset(members), _text_digests(parsed, contract) if "exact_duplicate" in instances
                            else {})
     results = [instances[n].incremental_result(view) if n in instances
+               else _contamination(dataset, contract, n_workers, changed, repo, commit) if n == "contamination"
                else _skipped(n, "runs in full checks only (not incremental)") for n in names]
     clock.lap("filter")
 
@@ -235,6 +241,35 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
                                                     new_clusters)
         clock.lap("index_update")
     return _check_run(dataset, contract, sources, splits, results, started, clock, options)
+
+
+def refuse_index_from_change(repo: Path, commit: str, idx_dir: Path, base: str) -> None:
+    """The index stands in for every row the change did not touch, so it must not come from the change: a pull
+    request that commits a forged index (random text digests and band keys) hides a duplicate of any row it likes.
+    An index git does not see (ignored, outside the repository: built here, or a CI cache of the base) is this
+    machine's; one whose files git tracks is part of the repository and is used only when identical to `commit`'s.
+    Otherwise one line, exit 1. Checked on the index's top folder inside the repository, so a tracked symlink on
+    the way (`.gate-index` -> elsewhere) counts too."""
+    import subprocess
+
+    root = repo.resolve()
+    for candidate in {idx_dir.absolute(), idx_dir.resolve()}:
+        try:
+            rel = candidate.relative_to(root)
+        except ValueError:
+            continue
+        if not rel.parts:
+            continue
+        top = rel.parts[0]
+        out = subprocess.run(["git", "diff", "--name-only", "--no-renames", commit, "--", top], cwd=root,
+                             capture_output=True, text=True, timeout=120)
+        staged = subprocess.run(["git", "diff", "--name-only", "--cached", commit, "--", top], cwd=root,
+                                capture_output=True, text=True, timeout=120)
+        changed = sorted({*out.stdout.split(), *staged.stdout.split()})
+        if out.returncode != 0 or changed:
+            raise GateError(f"the index {top}/ is part of this change ({', '.join(changed[:3]) or 'unreadable'} "
+                            f"differ from `{base}`): an index must come from the base; remove it from the "
+                            "change, or point --index outside the repository", file=str(candidate))
 
 
 def _open_index(dataset: str, contract: Contract, config: Any, index_dir: str | None, workers: int,
@@ -400,6 +435,46 @@ def _text_digests(parsed: dict[tuple[str, int], dict[str, Any]], contract: Contr
     keys = list(parsed)
     _, digests = dedup_texts(Batch("", "", [(0, parsed[k]) for k in keys]), contract)
     return dict(zip(keys, digests, strict=True))
+
+
+def _contamination(dataset: str, contract: Contract, workers: int, changed: frozenset[tuple[str, int]], repo: Path,
+                   commit: str) -> CheckResult:
+    """`contamination` over the whole dataset (the index holds no evaluation items), its findings kept where the
+    change is: a changed training row, or a changed row of an evaluation split it copies. An evaluation set that
+    differs from the base keeps every finding (a new item makes untouched rows contaminated). Skipping it let a
+    pull request add a training row copying an evaluation item under `--base` (issue 27)."""
+    import subprocess
+
+    from gate.data.runner import run_checks
+
+    res = run_checks(dataset, contract, checks=["contamination"], workers=workers, progress=False).results[0]
+    if res.status == "skipped":
+        return res
+    rels = []
+    for p in contract.evaluation_sets:
+        try:
+            rels.append(Path(p).resolve().relative_to(repo.resolve()).as_posix())
+        except ValueError:
+            continue
+    sets_changed = bool(rels) and bool(subprocess.run(
+        ["git", "diff", "--name-only", commit, "--", *rels], cwd=repo, capture_output=True, text=True,
+        timeout=120).stdout.strip())
+
+    def partner_changed(f: Any) -> bool:
+        pid = f.partner_id or ""
+        return pid.startswith("split:") and f.partner_row is not None and \
+            (pid[len("split:"):].split("#", 1)[0], f.partner_row) in changed
+
+    if not sets_changed:
+        res.findings = [f for f in res.findings if (f.split, f.row) in changed or partner_changed(f)]
+    errors = sum(f.severity == "error" for f in res.findings)
+    limit = contract.threshold("contamination")
+    res.status = "fail" if errors > limit else ("warn" if res.findings else "pass")
+    res.counts = {**res.counts, "findings": len(res.findings), "errors": errors,
+                  "flagged_rows": len({(f.split, f.row) for f in res.findings})}
+    res.summary = (f"{errors} training row(s) of the change contain evaluation items (whole dataset compared"
+                   f"{'; an evaluation set changed' if sets_changed else ''}; allowed: {limit})")
+    return res
 
 
 def _skipped(name: str, why: str) -> CheckResult:
