@@ -249,6 +249,13 @@ def score(
                                                           "the tool's schema) are errors: exit 1.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict and report lines (no table, no "
                                                               "progress).")] = False,
+    scorecard_base: Annotated[str | None, typer.Option("--base", metavar="REF",
+                                                       help="The release gates come from the scorecard at this "
+                                                            "git ref: one that loosens them is refused "
+                                                            "(docs/security.md).")] = None,
+    allow_scorecard_change: Annotated[bool, typer.Option("--allow-scorecard-change",
+                                                         help="With --base: accept a reviewed loosening of the "
+                                                              "scorecard.")] = False,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard, then decide on its gates (rerun resumes from the cache)."""
     from gate.commands.score import run_score_command
@@ -259,7 +266,8 @@ def score(
                                        reasoning_parser=reasoning_parser, baseline_adapter=baseline_adapter,
                                        chat_template=chat_template, model_hash=model_hash,
                                        baseline_model_hash=baseline_model_hash, concurrency=concurrency,
-                                       strict=strict, quiet=quiet))
+                                       strict=strict, quiet=quiet, base=scorecard_base,
+                                       allow_scorecard_change=allow_scorecard_change))
 
 
 @app.command(epilog=_exits("the loop ran as designed (release A promoted, B blocked)", None,
@@ -451,13 +459,21 @@ def decide(
     seed: Annotated[int | None, typer.Option("--seed", help="Bootstrap seed.")] = None,
     resamples: Annotated[int | None, typer.Option("--resamples", min=10_000, help="Bootstrap resamples.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
+    scorecard_base: Annotated[str | None, typer.Option("--base", metavar="REF",
+                                                       help="The release gates come from the scorecard at this "
+                                                            "git ref: one that loosens them is refused "
+                                                            "(docs/security.md).")] = None,
+    allow_scorecard_change: Annotated[bool, typer.Option("--allow-scorecard-change",
+                                                         help="With --base: accept a reviewed loosening of the "
+                                                              "scorecard.")] = False,
 ) -> None:
     """PROMOTE (exit 0) or BLOCK (exit 100) a candidate on the scorecard's gates, from paired scores in DuckDB."""
     from gate.commands.decide import run_decide_command
 
     raise typer.Exit(run_decide_command(scorecard_path=str(scorecard), db=db, out=str(out), comparison=comparison,
                                         baseline_run=baseline_run, candidate_run=candidate_run, aa=aa,
-                                        baseline_only=baseline_only, seed=seed, resamples=resamples, quiet=quiet))
+                                        baseline_only=baseline_only, seed=seed, resamples=resamples, quiet=quiet,
+                                        base=scorecard_base, allow_scorecard_change=allow_scorecard_change))
 
 
 release_app = typer.Typer(help="Release records: pin everything behind a decided candidate.", no_args_is_help=True)
