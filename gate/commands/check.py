@@ -30,6 +30,10 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
     if os.environ.get("GATE_URL"):  # a shared service is the writer: submit the check there and wait for it
         from gate.service.client import remote_check
 
+        ref = trust_ref if trust_ref is not None else base
+        if ref is not None and not allow_contract_change:
+            _refuse_remote_loosening(contract_path, dataset, ref, tokenizer)
+
         return remote_check(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,
                             fail_on=fail_on, quiet=quiet)
     run, code = check_dataset(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,
@@ -69,3 +73,17 @@ def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir:
                                  snippets=snippets, trust_ref=ref, allow_contract_change=allow_contract_change)
 
     return check_units(scope, report_dir, ref, one)
+
+
+def _refuse_remote_loosening(contract_path: str, dataset: str, ref: str, tokenizer: str | None) -> None:
+    """The service checks with the contract it is sent: a pull request's contract that loosens the base's is
+    refused here, before it is sent (gate.contract.trust; the local run would judge by the base's instead)."""
+    from gate.contract.trust import trusted_contract
+    from gate.errors import GateError
+
+    with trusted_contract(contract_path, dataset, ref, tokenizer=tokenizer) as trusted:
+        if trusted.result is not None and trusted.result.status == "fail":
+            first = trusted.result.findings[0]
+            raise GateError(f"{first.message}; the contract loosens `{ref}` and GATE_URL would judge by it: "
+                            "unset GATE_URL, or --allow-contract-change for a reviewed change",
+                            file=first.split, line=first.row, field=first.field)

@@ -169,3 +169,12 @@ def test_tightenings_and_neutral_edits_are_not_loosenings(path: str, value: obje
 
     changes = compare_contracts(BASE, _edit(path, value))
     assert not any(c.direction == "loosening" for c in changes), changes
+
+
+def test_a_shared_service_is_not_sent_a_loosened_contract(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With GATE_URL the service checks with the contract it is sent: a loosening is refused before sending."""
+    _loosen_and_leak(project)
+    monkeypatch.setenv("GATE_URL", "http://127.0.0.1:9")  # nothing listens: a send would fail otherwise
+    code, out, _ = _check(project, "--changed-since", "main")
+    assert code == 1
+    assert out.strip().count("\n") == 0 and "loosens `main`" in out and "contracts/triage.yaml:70" in out
