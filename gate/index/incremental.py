@@ -226,10 +226,10 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     view = IncrementalView(changed, sum(len(sp.table) for sp in splits), tuple(sp.name for sp in splits),
                            frozenset(members), _text_digests(parsed, contract) if "exact_duplicate" in instances
                            else {})
-    results = [instances[n].incremental_result(view) if n in instances
-               else _contamination(dataset, contract, n_workers, changed, repo, commit) if n == "contamination"
-               else _skipped(n, "runs in full checks only (not incremental)") for n in names]
     clock.lap("filter")
+    full = _full_checks(dataset, contract, [n for n in names if n not in instances], n_workers, repo, commit, base)
+    results = [instances[n].incremental_result(view) if n in instances else full[n] for n in names]
+    clock.lap("full_checks")
 
     options: dict[str, Any] = {"checks": names, "workers": n_workers, "base": base, "base_commit": commit,
                                "index": str(idx_dir), "changed_rows": len(changed),
@@ -437,48 +437,34 @@ def _text_digests(parsed: dict[tuple[str, int], dict[str, Any]], contract: Contr
     return dict(zip(keys, digests, strict=True))
 
 
-def _contamination(dataset: str, contract: Contract, workers: int, changed: frozenset[tuple[str, int]], repo: Path,
-                   commit: str) -> CheckResult:
-    """`contamination` over the whole dataset (the index holds no evaluation items), its findings kept where the
-    change is: a changed training row, or a changed row of an evaluation split it copies. An evaluation set that
-    differs from the base keeps every finding (a new item makes untouched rows contaminated). Skipping it let a
-    pull request add a training row copying an evaluation item under `--base` (issue 27)."""
-    import subprocess
+def _full_checks(dataset: str, contract: Contract, names: list[str], workers: int, repo: Path, commit: str,
+                 ref: str) -> dict[str, CheckResult]:
+    """The dataset-level checks (`contamination`, `group_split`, `boilerplate`, `semantic_duplicate`) the index
+    cannot answer, run on the whole dataset now and as it was at `commit`, with the same contract; a finding the
+    base already had is marked existing and fails only with new ones (gate.data.novelty), as under
+    `--changed-since`. Skipping them let a pull request add a training row copying an evaluation item, or a row of
+    a customer who lives in the test split, under `--base` (issue 27)."""
+    import tempfile
 
+    from gate.data.novelty import BaseCheck, mark, row_keys
     from gate.data.runner import run_checks
+    from gate.vcs import export_at
 
-    res = run_checks(dataset, contract, checks=["contamination"], workers=workers, progress=False).results[0]
-    if res.status == "skipped":
-        return res
-    rels = []
-    for p in contract.evaluation_sets:
-        try:
-            rels.append(Path(p).resolve().relative_to(repo.resolve()).as_posix())
-        except ValueError:
-            continue
-    sets_changed = bool(rels) and bool(subprocess.run(
-        ["git", "diff", "--name-only", commit, "--", *rels], cwd=repo, capture_output=True, text=True,
-        timeout=120).stdout.strip())
-
-    def partner_changed(f: Any) -> bool:
-        pid = f.partner_id or ""
-        return pid.startswith("split:") and f.partner_row is not None and \
-            (pid[len("split:"):].split("#", 1)[0], f.partner_row) in changed
-
-    if not sets_changed:
-        res.findings = [f for f in res.findings if (f.split, f.row) in changed or partner_changed(f)]
-    errors = sum(f.severity == "error" for f in res.findings)
-    limit = contract.threshold("contamination")
-    res.status = "fail" if errors > limit else ("warn" if res.findings else "pass")
-    res.counts = {**res.counts, "findings": len(res.findings), "errors": errors,
-                  "flagged_rows": len({(f.split, f.row) for f in res.findings})}
-    res.summary = (f"{errors} training row(s) of the change contain evaluation items (whole dataset compared"
-                   f"{'; an evaluation set changed' if sets_changed else ''}; allowed: {limit})")
-    return res
-
-
-def _skipped(name: str, why: str) -> CheckResult:
-    return CheckResult(name, CHECKS[name].version, "skipped", {"scanned": 0}, [], 0.0, why)
+    if not names:
+        return {}
+    run = run_checks(dataset, contract, checks=names, workers=workers, progress=False)
+    target = Path(dataset).resolve()
+    with tempfile.TemporaryDirectory(prefix="gate-base-") as tmp:  # outside the work tree, as gate.data.novelty
+        if export_at(commit, repo, [target], Path(tmp)):
+            base_unit = Path(tmp) / target.relative_to(repo.resolve())
+            base_run = run_checks(str(base_unit), contract, checks=names, workers=workers, progress=False)
+            base = BaseCheck(ref, commit, base_run, row_keys(base_unit))
+        else:
+            base = BaseCheck(ref, commit, None, note=f"`{target.name}` is new since `{ref}`")
+    mark(run, base)
+    for res in run.results:
+        res.summary = f"{res.summary} (whole dataset, against `{ref}`)" if res.status != "skipped" else res.summary
+    return {r.name: r for r in run.results}
 
 
 def _check_run(dataset: str, contract: Contract, sources: list[Any], splits: list[_Split],
