@@ -178,3 +178,11 @@ def test_a_shared_service_is_not_sent_a_loosened_contract(project: Path, monkeyp
     code, out, _ = _check(project, "--changed-since", "main")
     assert code == 1
     assert out.strip().count("\n") == 0 and "loosens `main`" in out and "contracts/triage.yaml:70" in out
+
+
+def test_the_annotation_points_at_the_contract_line(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _loosen_and_leak(project)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, _ = _check(project, "--base", "main")
+    assert code == 100
+    assert "::error file=contracts/triage.yaml,line=70,title=gate contract_change::" in out
