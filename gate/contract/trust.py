@@ -220,12 +220,14 @@ def _classify(rule: Rule, before: Any, after: Any) -> tuple[str, str] | None:
         return (loose, "lowered") if na < nb else (tight, "raised")
     if rule.kind in (ALLOWED, REQUIRED):
         sb, sa = _set(b), _set(a)
+        if sa == sb:  # the same members in another order
+            return None
         if rule.kind == ALLOWED:
             if sa is None:
                 return loose, "restriction removed"
             if sb is None or sa < sb:
                 return tight, "narrowed"
-            return loose, "widened (" + ", ".join(sorted(sa - sb)) + ")" if sa - sb else "changed"
+            return loose, "widened (" + ", ".join(sorted(sa - sb)) + ")"
         sb, sa = sb or frozenset(), sa or frozenset()
         if sb - sa:
             return loose, "dropped " + ", ".join(sorted(sb - sa))

@@ -160,6 +160,8 @@ TIGHTENINGS = [
     ("evaluation_sets", ["../scorecards/suites/triage-heldout.jsonl", "more.jsonl"]),
     ("fields.note", {"type": "string", "max_length": 100}),  # a declared field (undeclared ones are allowed)
     ("description", "anything"),
+    ("sources", ["phone", "web_form", "chat", "email"]),  # the same set in another order
+    ("messages.roles", ["assistant", "user", "system"]),
 ]
 
 
