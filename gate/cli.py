@@ -118,6 +118,11 @@ def check(
                                                                      "finding and everything that could be "
                                                                      "personal around it masked) or none.")
                         ] = SnippetMode.masked,
+    allow_contract_change: Annotated[bool, typer.Option("--allow-contract-change",
+                                                        help="With --changed-since/--base: judge by the working "
+                                                             "tree's contract even where it loosens the base's (a "
+                                                             "reviewed change; CI passes it only on a maintainer's "
+                                                             "approval, docs/security.md).")] = False,
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
@@ -129,7 +134,7 @@ def check(
                              tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
                              engine=engine.value, address=address, base=base,
                              index=str(index) if index else None, fail_on_existing=fail_on_existing,
-                             snippets=snippets.value)
+                             snippets=snippets.value, allow_contract_change=allow_contract_change)
     raise typer.Exit(code)
 
 
@@ -244,6 +249,13 @@ def score(
                                                           "the tool's schema) are errors: exit 1.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict and report lines (no table, no "
                                                               "progress).")] = False,
+    scorecard_base: Annotated[str | None, typer.Option("--base", metavar="REF",
+                                                       help="The release gates come from the scorecard at this "
+                                                            "git ref: one that loosens them is refused "
+                                                            "(docs/security.md).")] = None,
+    allow_scorecard_change: Annotated[bool, typer.Option("--allow-scorecard-change",
+                                                         help="With --base: accept a reviewed loosening of the "
+                                                              "scorecard.")] = False,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard, then decide on its gates (rerun resumes from the cache)."""
     from gate.commands.score import run_score_command
@@ -254,7 +266,8 @@ def score(
                                        reasoning_parser=reasoning_parser, baseline_adapter=baseline_adapter,
                                        chat_template=chat_template, model_hash=model_hash,
                                        baseline_model_hash=baseline_model_hash, concurrency=concurrency,
-                                       strict=strict, quiet=quiet))
+                                       strict=strict, quiet=quiet, base=scorecard_base,
+                                       allow_scorecard_change=allow_scorecard_change))
 
 
 @app.command(epilog=_exits("the loop ran as designed (release A promoted, B blocked)", None,
@@ -446,13 +459,21 @@ def decide(
     seed: Annotated[int | None, typer.Option("--seed", help="Bootstrap seed.")] = None,
     resamples: Annotated[int | None, typer.Option("--resamples", min=10_000, help="Bootstrap resamples.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
+    scorecard_base: Annotated[str | None, typer.Option("--base", metavar="REF",
+                                                       help="The release gates come from the scorecard at this "
+                                                            "git ref: one that loosens them is refused "
+                                                            "(docs/security.md).")] = None,
+    allow_scorecard_change: Annotated[bool, typer.Option("--allow-scorecard-change",
+                                                         help="With --base: accept a reviewed loosening of the "
+                                                              "scorecard.")] = False,
 ) -> None:
     """PROMOTE (exit 0) or BLOCK (exit 100) a candidate on the scorecard's gates, from paired scores in DuckDB."""
     from gate.commands.decide import run_decide_command
 
     raise typer.Exit(run_decide_command(scorecard_path=str(scorecard), db=db, out=str(out), comparison=comparison,
                                         baseline_run=baseline_run, candidate_run=candidate_run, aa=aa,
-                                        baseline_only=baseline_only, seed=seed, resamples=resamples, quiet=quiet))
+                                        baseline_only=baseline_only, seed=seed, resamples=resamples, quiet=quiet,
+                                        base=scorecard_base, allow_scorecard_change=allow_scorecard_change))
 
 
 release_app = typer.Typer(help="Release records: pin everything behind a decided candidate.", no_args_is_help=True)

@@ -103,3 +103,54 @@ def files_under(root: Path, under: Path) -> list[Path]:
         return []
     names = set(_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel], root).split("\0"))
     return sorted(root / n for n in names if n and (root / n).is_file())
+
+
+def unseen_content(root: Path, under: Path) -> list[str]:
+    """What under `under` a diff of its own files does not show: symlinks that lead out of `under` (a change to
+    their target, elsewhere in the repository, changes the data), git submodules (gitlinks: git records a commit,
+    never the files) and nested repositories. Paths relative to `root`, `link -> target` for a symlink."""
+    import os
+
+    found: list[str] = []
+    base = under.absolute()
+    inside = base.resolve()
+
+    def rel(p: Path) -> str:
+        try:
+            return p.relative_to(root).as_posix()
+        except ValueError:
+            return str(p)
+
+    if base.is_symlink() and not inside.is_relative_to(root.resolve()):
+        return [f"{rel(base)} -> {os.readlink(base)}"]
+    if not base.is_dir():
+        return []
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        here = Path(dirpath)
+        if ".git" in dirnames or ".git" in filenames:
+            if here.resolve() != root.resolve():
+                found.append(f"{rel(here)} (a nested git repository)")
+            dirnames[:] = []
+            continue
+        for name in [*dirnames, *filenames]:
+            p = here / name
+            if p.is_symlink() and not p.resolve().is_relative_to(inside):
+                found.append(f"{rel(p)} -> {os.readlink(p)}")
+    try:
+        where = base.resolve().relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return found
+    for entry in _git(["ls-files", "-s", "-z", "--", where], root).split("\0"):
+        mode, _, rest = entry.partition(" ")
+        if mode == "160000":  # a gitlink: a submodule's commit, its files are not in this repository
+            found.append(f"{rest.split(chr(9), 1)[-1]} (a git submodule)")
+    return sorted(set(found))
+
+
+def refuse_unseen(root: Path, under: Path, ref: str) -> None:
+    """Fails closed (one line naming them) when the dataset holds content a diff since `ref` cannot see."""
+    found = unseen_content(root, under)
+    if found:
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        raise GateError(f"the dataset holds content a diff since `{ref}` cannot see: {', '.join(found[:3])}{more}; "
+                        "replace links and submodules with the files themselves", file=str(under))

@@ -110,7 +110,9 @@ def run_github_workflow(repo, branch, api_url, tmp_path):
         shutil.rmtree(repo / leftover, ignore_errors=True) if leftover == "gate-report" \
             else (repo / leftover).unlink(missing_ok=True)
     context = {"github.base_ref": "main", "secrets.GITHUB_TOKEN": "ghs-test-token",
-               "github.event.pull_request.number": "7"}
+               "github.event.pull_request.number": "7",
+               "github.event.action == 'labeled' && github.event.label.name == 'gate-contract-change-approved'":
+               "false"}
     summary, output = tmp_path / f"summary-{branch}.md", tmp_path / f"output-{branch}"
     env = _base_env(tmp_path)
     env.update({"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/datasets", "GITHUB_API_URL": api_url,
@@ -133,7 +135,7 @@ def run_github_workflow(repo, branch, api_url, tmp_path):
 def test_workflow_files_parse_with_the_expected_structure():
     gh = yaml.safe_load(GITHUB.read_text())
     # YAML 1.1 reads the key `on` as True
-    assert "pull_request" in gh[True]
+    assert "pull_request_target" in gh[True]  # the workflow as on the target branch, not the pull request's
     assert gh["permissions"]["pull-requests"] == "write"
     steps = gh["jobs"]["gate"]["steps"]
     checkout = steps[0]

@@ -6,6 +6,9 @@
 #   GATE_CONTRACT  its data contract, e.g. contracts/triage.yaml
 #   GATE_BASE_REF  the target branch as fetched, e.g. origin/main
 #   GATE_REPORT_DIR (gate-report) · GATE_EXIT_FILE (gate-exit-code) · GATE_ARGS (extra options) · GATE_BIN (gate)
+#   GATE_ALLOW_CONTRACT_CHANGE  "true" only on a maintainer's approval: passes --allow-contract-change
+# Run this script as it is on the target branch, never the pull request's copy (`git show BASE:ci/scripts/...`,
+# see ci/github/dataset-gate.yml and docs/security.md): a pull request must not edit the gate that judges it.
 set -uo pipefail
 : "${GATE_DATASET:?set GATE_DATASET to the dataset directory to guard}"
 : "${GATE_CONTRACT:?set GATE_CONTRACT to its data contract}"
@@ -14,8 +17,10 @@ report_dir="${GATE_REPORT_DIR:-gate-report}"
 exit_file="${GATE_EXIT_FILE:-gate-exit-code}"
 err_file="$(mktemp)"
 # shellcheck disable=SC2086  # GATE_BIN and GATE_ARGS are word lists on purpose
+allow=()
+if [ "${GATE_ALLOW_CONTRACT_CHANGE:-false}" = "true" ]; then allow=(--allow-contract-change); fi
 ${GATE_BIN:-gate} check "$GATE_DATASET" --contract "$GATE_CONTRACT" --changed-since "$GATE_BASE_REF" \
-  --report-dir "$report_dir" ${GATE_ARGS:-} 2> >(tee "$err_file" >&2)
+  --report-dir "$report_dir" ${GATE_ARGS:-} ${allow[@]+"${allow[@]}"} 2> >(tee "$err_file" >&2)
 rc=$?
 wait
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 100 ]; then

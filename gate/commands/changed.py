@@ -23,7 +23,7 @@ from xml.sax.saxutils import escape
 from gate.errors import ExitCode
 from gate.io.atomic import atomic_dir
 from gate.io.dataset import DATA_SUFFIXES, is_dataset_file
-from gate.vcs import changed_files, files_under, merge_base, repo_root
+from gate.vcs import changed_files, files_under, merge_base, refuse_unseen, repo_root
 
 
 def dataset_units(dataset: Path, changed: list[Path]) -> list[Path]:
@@ -132,6 +132,7 @@ def changed_scope(dataset: str, ref: str, contract_path: str, tokenizer: str | N
     root = repo_root(ds)
     target = ds.resolve() if ds.exists() else ds.absolute()
     commit = merge_base(ref, root)
+    refuse_unseen(root, target, ref)  # a link out of the dataset, a submodule: changes no diff below shows
     changed = changed_files(ref, root)
     units = dataset_units(target, changed)
     why = f"changed since `{ref}`"

@@ -32,8 +32,14 @@ def print_decided(decided: Decided, console: Any, *, quiet: bool = False) -> Non
 def run_decide_command(*, scorecard_path: str, db: str | None, out: str, comparison: str | None = None,
                        baseline_run: str | None = None, candidate_run: str | None = None, aa: bool = False,
                        baseline_only: str | None = None, seed: int | None = None, resamples: int | None = None,
-                       record: bool = True, quiet: bool = False) -> int:
+                       record: bool = True, quiet: bool = False, base: str | None = None,
+                       allow_scorecard_change: bool = False) -> int:
     from gate.decide.usecase import decide_recorded_runs
+
+    if base is not None:  # the gates that decide come from the base: a loosening is refused (gate.score.trust)
+        from gate.score.trust import check_scorecard_change
+
+        check_scorecard_change(scorecard_path, base, allow=allow_scorecard_change)
 
     decided = decide_recorded_runs(scorecard_path=scorecard_path, db=db, out=out, comparison=comparison,
                                    baseline_run=baseline_run, candidate_run=candidate_run, aa=aa,

@@ -51,9 +51,15 @@ def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | No
                       limit: int | None, quiet: bool = False, tool_parser: str | None = None,
                       reasoning_parser: str | None = None, baseline_adapter: str | None = None,
                       chat_template: str | None = None, model_hash: str | None = None,
-                      baseline_model_hash: str | None = None, concurrency: int = 8, strict: bool = False) -> int:
+                      baseline_model_hash: str | None = None, concurrency: int = 8, strict: bool = False,
+                      base: str | None = None, allow_scorecard_change: bool = False) -> int:
     """`gate score` on the terminal: the use case (gate.score.usecase) with progress bars, then its result printed."""
     import sys
+
+    if base is not None:  # the gates that decide come from the base: a loosening is refused (gate.score.trust)
+        from gate.score.trust import check_scorecard_change
+
+        check_scorecard_change(scorecard_path, base, allow=allow_scorecard_change)
 
     from gate.score.usecase import prepare_score, run_prepared
 

@@ -29,27 +29,57 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
                   record: bool, workers: int | None, fail_on: str, max_examples: int, tokenizer: str | None = None,
                   progress: bool | None = None, engine: str = "local", address: str | None = None,
                   base: str | None = None, index: str | None = None, base_check: Any = None,
-                  fail_on_existing: bool = False, snippets: str = "masked") -> tuple[CheckRun, int]:
+                  fail_on_existing: bool = False, snippets: str = "masked", trust_ref: str | None = None,
+                  allow_contract_change: bool = False) -> tuple[CheckRun, int]:
     """The core of `gate check` without any terminal output: the CLI and the service's jobs both run this.
 
     `base_check` (a gate.data.novelty.BaseCheck, in a pull-request run): every finding is marked new or existing
     against it before the verdict, the reports and the record. `snippets="none"`: no finding carries any context
-    into the reports or the record (the masked default is built by the checks, see gate.pii.redact)."""
+    into the reports or the record (the masked default is built by the checks, see gate.pii.redact).
+
+    `trust_ref` (a pull-request run; `--base` implies it): the rules come from the contract at that ref, and every
+    loosening of it is a failing `contract_change` finding unless `allow_contract_change` (gate.contract.trust)."""
+    from contextlib import nullcontext
+
     from gate.contract import load_contract
     from gate.contract.model import TokenizerRef
-    from gate.data.runner import run_checks
-    from gate.report.check_report import write_reports
+    from gate.contract.trust import trusted_contract
 
-    contract = load_contract(contract_path)
-    if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
-        contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
+    ref = trust_ref if trust_ref is not None else base
+    trust = (trusted_contract(contract_path, dataset, ref, allow_change=allow_contract_change, tokenizer=tokenizer)
+             if ref is not None else nullcontext(None))
+    with trust as trusted:  # the base's evaluation sets stay readable while the checks run
+        if trusted is not None:
+            contract, change = trusted.contract, trusted.result
+        else:
+            contract, change = load_contract(contract_path), None
+            if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
+                contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
+        run = _run(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
+                   address=address, base=base, index=index)
+    if change is not None:
+        run.results.insert(0, change)
+    return _finish(run, report_dir=report_dir, db=db, record=record, fail_on=fail_on, max_examples=max_examples,
+                   base_check=base_check, fail_on_existing=fail_on_existing, snippets=snippets)
+
+
+def _run(dataset: str, contract: Any, *, checks: list[str] | None, workers: int | None, progress: bool | None,
+         engine: str, address: str | None, base: str | None, index: str | None) -> CheckRun:
+    from gate.data.runner import run_checks
+
     if base is not None:  # incremental: the rows changed since the git ref, against the dataset's index
         from gate.index.incremental import run_incremental
 
-        run = run_incremental(dataset, contract, base, index_dir=index, checks=checks, workers=workers)
-    else:
-        run = run_checks(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
-                         address=address)
+        return run_incremental(dataset, contract, base, index_dir=index, checks=checks, workers=workers)
+    return run_checks(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
+                      address=address)
+
+
+def _finish(run: CheckRun, *, report_dir: str, db: str | None, record: bool, fail_on: str, max_examples: int,
+            base_check: Any, fail_on_existing: bool, snippets: str) -> tuple[CheckRun, int]:
+    """Novelty, verdict, reports and record of a finished run."""
+    from gate.report.check_report import write_reports
+
     if snippets == "none":
         _drop_snippets(run)
     if base_check is not None:

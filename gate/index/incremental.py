@@ -35,6 +35,7 @@ from gate.data.base import Batch, Check, CheckResult, IncrementalView
 from gate.data.neardup import neardup_config
 from gate.data.registry import CHECKS, instantiate, resolve
 from gate.data.runner import CheckRun
+from gate.errors import GateError
 from gate.index import store
 from gate.index.features import features, parse_rows, unique_fields
 from gate.index.lines import (
@@ -198,6 +199,10 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     sources = discover(dataset)
     repo = repo_root(Path(dataset).resolve())
     commit = resolve_ref(repo, base)
+    from gate.vcs import refuse_unseen
+
+    refuse_unseen(repo, Path(dataset), base)  # a link out of the dataset, a submodule: changes no diff shows
+    refuse_index_from_change(repo, commit, Path(index_dir) if index_dir else store.default_dir(dataset), base)
     idx_dir, manifest, built_now = _open_index(dataset, contract, config, index_dir, n_workers, clock)
     splits, diff_paths = _diff(sources, repo, commit)
     clock.lap("diff")
@@ -221,9 +226,10 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     view = IncrementalView(changed, sum(len(sp.table) for sp in splits), tuple(sp.name for sp in splits),
                            frozenset(members), _text_digests(parsed, contract) if "exact_duplicate" in instances
                            else {})
-    results = [instances[n].incremental_result(view) if n in instances
-               else _skipped(n, "runs in full checks only (not incremental)") for n in names]
     clock.lap("filter")
+    full = _full_checks(dataset, contract, [n for n in names if n not in instances], n_workers, repo, commit, base)
+    results = [instances[n].incremental_result(view) if n in instances else full[n] for n in names]
+    clock.lap("full_checks")
 
     options: dict[str, Any] = {"checks": names, "workers": n_workers, "base": base, "base_commit": commit,
                                "index": str(idx_dir), "changed_rows": len(changed),
@@ -235,6 +241,35 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
                                                     new_clusters)
         clock.lap("index_update")
     return _check_run(dataset, contract, sources, splits, results, started, clock, options)
+
+
+def refuse_index_from_change(repo: Path, commit: str, idx_dir: Path, base: str) -> None:
+    """The index stands in for every row the change did not touch, so it must not come from the change: a pull
+    request that commits a forged index (random text digests and band keys) hides a duplicate of any row it likes.
+    An index git does not see (ignored, outside the repository: built here, or a CI cache of the base) is this
+    machine's; one whose files git tracks is part of the repository and is used only when identical to `commit`'s.
+    Otherwise one line, exit 1. Checked on the index's top folder inside the repository, so a tracked symlink on
+    the way (`.gate-index` -> elsewhere) counts too."""
+    import subprocess
+
+    root = repo.resolve()
+    for candidate in {idx_dir.absolute(), idx_dir.resolve()}:
+        try:
+            rel = candidate.relative_to(root)
+        except ValueError:
+            continue
+        if not rel.parts:
+            continue
+        top = rel.parts[0]
+        out = subprocess.run(["git", "diff", "--name-only", "--no-renames", commit, "--", top], cwd=root,
+                             capture_output=True, text=True, timeout=120)
+        staged = subprocess.run(["git", "diff", "--name-only", "--cached", commit, "--", top], cwd=root,
+                                capture_output=True, text=True, timeout=120)
+        changed = sorted({*out.stdout.split(), *staged.stdout.split()})
+        if out.returncode != 0 or changed:
+            raise GateError(f"the index {top}/ is part of this change ({', '.join(changed[:3]) or 'unreadable'} "
+                            f"differ from `{base}`): an index must come from the base; remove it from the "
+                            "change, or point --index outside the repository", file=str(candidate))
 
 
 def _open_index(dataset: str, contract: Contract, config: Any, index_dir: str | None, workers: int,
@@ -402,8 +437,38 @@ def _text_digests(parsed: dict[tuple[str, int], dict[str, Any]], contract: Contr
     return dict(zip(keys, digests, strict=True))
 
 
-def _skipped(name: str, why: str) -> CheckResult:
-    return CheckResult(name, CHECKS[name].version, "skipped", {"scanned": 0}, [], 0.0, why)
+def _full_checks(dataset: str, contract: Contract, names: list[str], workers: int, repo: Path, commit: str,
+                 ref: str) -> dict[str, CheckResult]:
+    """The dataset-level checks (`contamination`, `group_split`, `boilerplate`, `semantic_duplicate`) the index
+    cannot answer, run on the whole dataset now and as it was at `commit`, with the same contract; a finding the
+    base already had is marked existing and fails only with new ones (gate.data.novelty), as under
+    `--changed-since`. Skipping them let a pull request add a training row copying an evaluation item, or a row of
+    a customer who lives in the test split, under `--base` (issue 27)."""
+    import tempfile
+
+    from gate.data.novelty import BaseCheck, mark, row_keys
+    from gate.data.runner import run_checks
+    from gate.vcs import export_at
+
+    if not names:
+        return {}
+    run = run_checks(dataset, contract, checks=names, workers=workers, progress=False)
+    # the base is checked only for the checks with an error now (a clean change, the usual case, costs one run)
+    again = [r.name for r in run.results if any(f.severity == "error" for f in r.findings)]
+    if not again:
+        return {r.name: r for r in run.results}
+    target = Path(dataset).resolve()
+    with tempfile.TemporaryDirectory(prefix="gate-base-") as tmp:  # outside the work tree, as gate.data.novelty
+        if export_at(commit, repo, [target], Path(tmp)):
+            base_unit = Path(tmp) / target.relative_to(repo.resolve())
+            base_run = run_checks(str(base_unit), contract, checks=again, workers=workers, progress=False)
+            base = BaseCheck(ref, commit, base_run, row_keys(base_unit))
+        else:
+            base = BaseCheck(ref, commit, None, note=f"`{target.name}` is new since `{ref}`")
+    mark(run, base)
+    for res in run.results:
+        res.summary = f"{res.summary} (whole dataset, against `{ref}`)" if res.status != "skipped" else res.summary
+    return {r.name: r for r in run.results}
 
 
 def _check_run(dataset: str, contract: Contract, sources: list[Any], splits: list[_Split],

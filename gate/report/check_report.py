@@ -179,9 +179,11 @@ def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
     for r in run.results:
         level = "error" if r.status == "fail" else "warning"
         for f in sorted_findings(run, r)[:max_per_check]:
-            file = split_file.get(f.split, run.dataset)
+            # a contract_change finding names the contract file (repository-relative) as its "split"
+            file = split_file.get(f.split) or (f.split if r.name == "contract_change" else run.dataset)
             loc = f"file={_property(shown(file))}" + (
-                f",line={f.row}" if f.row is not None and file.endswith((".jsonl", ".json")) else "")
+                f",line={f.row}" if f.row is not None and file.endswith((".jsonl", ".json", ".yaml", ".yml"))
+                else "")
             msg = f"{f.field}: {f.rule}: {f.message}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
             lines.append(f"::{level} {loc},title=gate {r.name}::{msg}")
     return lines
