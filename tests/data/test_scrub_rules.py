@@ -146,3 +146,13 @@ def test_what_scrub_keeps_check_does_not_fail_on_and_the_recheck_passes(tmp_path
     recheck = run_checks(str(tmp_path / "out"), contract, checks=DROP_CHECKS, progress=False)
     assert {r.name: [f.rule for f in r.findings] for r in recheck.results} == {n: [] for n in DROP_CHECKS}
     assert recheck.verdict == "pass"
+
+
+def test_a_rule_scrub_keeps_is_info_for_check_and_stays_in_the_scrubbed_copy(tmp_path):
+    contract = _contract(tmp_path, scrub={"operators": {"messages.empty": "keep"}})
+    _write(tmp_path / "ds" / "train.jsonl", [_row("e-1", "Is the status page down again?", answer=""),
+                                             _row("e-2", "How do I export the audit log as CSV?")])
+    (res,) = run_checks(str(tmp_path / "ds"), contract, checks=["contract"], progress=False).results
+    assert [(f.rule, f.severity) for f in res.findings] == [("messages.empty", "info")] and res.status != "fail"
+    out = scrub_dataset(str(tmp_path / "ds"), contract, str(tmp_path / "out"))
+    assert out.rows_out == 2 and not out.dropped
