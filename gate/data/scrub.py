@@ -7,7 +7,9 @@ had flagged ("The capital of <LOCATION>" twice) and kept rows it had. Then one p
 hits of the remaining rows, each row's texts together so one value gets one replacement in every turn
 (`gate.pii.anonymize.anonymize_texts`); a hit whose operator is `drop_row` drops its row. A row with nothing to
 rewrite is copied byte for byte (its JSONL line as it was; a Parquet row as the same record). MANIFEST.json lists,
-per finding rule, the rows dropped and changed (split, line and id; an id that looks like a contact is masked).
+per finding rule, the rows dropped and changed (split, line and id; an id that looks like a contact is masked),
+and the rewritten rows that became identical to another output row (two addresses, one `<EMAIL_ADDRESS>`): they
+stay, since no check flagged them, and the `hash` operator keeps distinct values apart.
 The output directory appears atomically; the input is only read.
 """
 
@@ -23,8 +25,10 @@ from gate.contract import Contract
 from gate.data.base import RunContext
 from gate.data.pii_scan import RowScanner, set_field
 from gate.data.scrub_rules import ScrubRules
+from gate.data.text import normalize, row_text
 from gate.errors import GateError
 from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
+from gate.io.digest import text_digest
 from gate.io.rows import parse_chunk
 from gate.io.writer import SplitWriter
 
@@ -37,6 +41,9 @@ class ScrubOutcome:
     dropped: Counter[str] = field(default_factory=Counter)  # finding rule -> rows dropped (each row once)
     rows_changed: Counter[str] = field(default_factory=Counter)  # finding rule -> rows rewritten
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: rewritten rows whose text became identical to an earlier output row of their split (distinct values, one
+    #: placeholder): kept, since no check flagged them, but `exact_duplicate` will on the output; `hash` avoids it
+    identical_after_rewrite: int = 0
 
 
 def scrub_config(contract: Contract) -> Any:
@@ -75,13 +82,24 @@ class _Ledger:
     def __init__(self) -> None:
         self.rules: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
-    def add(self, rule: str, what: str, split: str, line: int, rid: Any) -> None:
-        from gate.pii import mask_loose
+        self.identical: list[dict[str, Any]] = []
 
-        entry: dict[str, Any] = {"split": split, "row": line}
-        if isinstance(rid, str | int) and not isinstance(rid, bool):
-            entry["id"] = mask_loose(str(rid))  # an id that is an e-mail or a phone number is personal data too
-        self.rules.setdefault(rule, {"dropped": [], "changed": []})[what].append(entry)
+    def add(self, rule: str, what: str, split: str, line: int, rid: Any) -> None:
+        self.rules.setdefault(rule, {"dropped": [], "changed": []})[what].append(_entry(split, line, rid))
+
+    def add_identical(self, split: str, line: int, rid: Any) -> None:
+        self.identical.append(_entry(split, line, rid))
+
+
+def _entry(split: str, line: int, rid: Any) -> dict[str, Any]:
+    """Where a row is, for the manifest: split, line and id (an id that is an e-mail or a phone number is personal
+    data too: masked with the reports' helper)."""
+    from gate.pii import mask_loose
+
+    entry: dict[str, Any] = {"split": split, "row": line}
+    if isinstance(rid, str | int) and not isinstance(rid, bool):
+        entry["id"] = mask_loose(str(rid))
+    return entry
 
 
 def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
@@ -96,6 +114,18 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
     outcome = ScrubOutcome()
     ledger = _Ledger()
     inputs: list[SplitStats] = []
+    seen: dict[tuple[str, bytes], bool] = {}  # (split, digest of the output's normal form) -> was it rewritten
+
+    def note(split: str, line: int, row: dict[str, Any], rewritten: bool = False) -> None:
+        """Notes a row's output text, and the row when an earlier output row of the split has the same text and
+        one of the two was rewritten (copies in the input are the duplicate checks' business)."""
+        key = (split, text_digest(normalize(row_text(row, contract.text_roles, contract.include_tool_calls))))
+        if key not in seen:
+            seen[key] = rewritten
+        elif rewritten or seen[key]:
+            ledger.add_identical(split, line, row.get("id"))
+            outcome.identical_after_rewrite += 1
+
     writer = SplitWriter(out, [s.split for s in sources])
     with writer:
         for src in sources:
@@ -117,6 +147,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                 for (line, row), fields in zip(todo, scanner.scan([r for _, r in todo], context), strict=True):
                     with_hits = [fh for fh in fields if fh.pii or fh.secrets]
                     if not with_hits:  # no finding: the row as it was
+                        note(src.split, line, row)
                         _write_as_is(writer, src.split, row, lines.get(line))
                         outcome.rows_out += 1
                         continue
@@ -130,6 +161,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                         continue
                     changed = sorted({r for res in results for r in res.rules})
                     if not changed:  # every hit is kept
+                        note(src.split, line, row)
                         _write_as_is(writer, src.split, row, lines.get(line))
                         outcome.rows_out += 1
                         continue
@@ -140,6 +172,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                     for rule in changed:
                         outcome.rows_changed[rule] += 1
                         ledger.add(rule, "changed", src.split, line, rid)
+                    note(src.split, line, row, rewritten=True)
                     writer.write(src.split, row)
                     outcome.rows_out += 1
         outcome.manifest = writer.manifest = {
@@ -154,6 +187,9 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
             "entities_rewritten": dict(sorted(outcome.entities.items())),
             "rows_changed": dict(sorted(outcome.rows_changed.items())),
             "rows_dropped": dict(sorted(outcome.dropped.items())),
+            # rows no check flagged whose text equals an earlier output row's once rewritten (two addresses, one
+            # <EMAIL_ADDRESS>): kept, as the check decides on the original text; `hash` keeps such values apart
+            "identical_after_rewrite": ledger.identical,
             # per finding rule: {"dropped": [{"split", "row", "id"}], "changed": [...]}; a dropped row once
             "by_rule": dict(sorted(ledger.rules.items())),
         }

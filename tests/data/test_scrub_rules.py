@@ -86,6 +86,8 @@ def test_scrub_drops_exactly_the_rows_check_flags_and_copies_the_rest(tmp_path):
     assert manifest["by_rule"]["exact_duplicate"]["dropped"][0]["id"] == "j***@e***.com"
     changed = {e["id"] for e in manifest["by_rule"]["pii.EMAIL_ADDRESS"]["changed"]}
     assert changed == {"r-mail-1", "r-mail-2"}
+    # kept (no check flagged it), but named: once rewritten it reads as r-mail-1 does
+    assert manifest["identical_after_rewrite"] == [{"split": "train", "row": 2, "id": "r-mail-2"}]
     # a row without a finding leaves as it came, byte for byte; a changed row is one with a finding
     source = _lines(tmp_path / "ds" / "train.jsonl") | _lines(tmp_path / "ds" / "test.jsonl")
     for rid, line in kept.items():
