@@ -102,9 +102,10 @@ CONTRACT: dict[str, dict[str, Any]] = {
                                        "contain (the `contamination` check).",
                         "examples": [["../scorecards/suites/heldout.jsonl"]]},
     "scrub": {"description": "What `gate scrub` does with each finding. Scrub drops exactly the rows `gate check` "
-                             "flags with a drop action (decided on the original text) and rewrites PII and secret "
+                             "flags with a drop action, decided on the original text (duplicates, leaked copies, "
+                             "empty turns `messages.empty`, rules set to `drop_row`), and rewrites PII and secret "
                              "values; a row without a finding is copied unchanged. What scrub keeps, `check` does not "
-                             "report."},
+                             "fail on."},
     "scrub.operators": {"description": "Operator per PII entity type (`PERSON`, `URL`), secret kind, or finding rule "
                                        "(`pii.URL`, `messages.empty`, `contract.refusal`, a check name). `replace`: a "
                                        "type tag (`<PERSON>`); `pseudonym`: a numbered tag per distinct value of the "
