@@ -22,7 +22,7 @@ from typing import Any
 
 from gate import __version__
 from gate.contract import Contract
-from gate.data.base import RunContext
+from gate.data.base import Batch, RunContext
 from gate.data.pii_scan import RowScanner, set_field
 from gate.data.scrub_rules import ScrubRules
 from gate.data.text import normalize, row_text
@@ -58,13 +58,13 @@ def scrub_config(contract: Contract) -> Any:
         raise GateError(f"scrub: {exc} (the salt comes from ${salt_env})", file=contract.path) from None
 
 
-def check_drops(dataset: str, contract: Contract, rules: ScrubRules) -> dict[tuple[str, int], tuple[str, Any]]:
-    """(split, line) -> (finding rule, row id) of every row a check flags with a drop action, in the checks' run
-    order (a row flagged twice goes under its first rule). The checks run on the original input, as `gate check`
-    runs them."""
+def check_drops(dataset: str, contract: Contract, rules: ScrubRules, names: list[str]
+                ) -> dict[tuple[str, int], tuple[str, Any]]:
+    """(split, line) -> (finding rule, row id) of every row the checks `names` flag with a drop action, in the
+    checks' run order (a row flagged twice goes under its first rule). The checks run on the original input, as
+    `gate check` runs them."""
     from gate.data.runner import run_checks
 
-    names = rules.drop_checks(contract)
     if not names:
         return {}
     run = run_checks(dataset, contract, checks=names)
@@ -74,6 +74,19 @@ def check_drops(dataset: str, contract: Contract, rules: ScrubRules) -> dict[tup
             if f.row is not None and rules.finding_action(f.check, f.rule) == "drop_row":
                 drops.setdefault((f.split, f.row), (f.rule, f.row_id))
     return drops
+
+
+def _row_contract(contract: Contract, rules: ScrubRules, names: list[str]) -> Any:
+    """The contract check, to run its per-row rules (`messages.empty`) in scrub's own pass, when no drop rule
+    needs its column rules: those import great-expectations (seconds per process) and read the dataset again.
+    Its `map` is the check's own code, so the rows it flags are the rows `gate check` flags. None otherwise (the
+    whole check then runs in `check_drops`)."""
+    if "contract" not in names or rules.needs_column_rules():
+        return None
+    from gate.data.checks.contract import ContractCheck
+
+    names.remove("contract")
+    return ContractCheck(contract)
 
 
 class _Ledger:
@@ -108,7 +121,9 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
     cfg = scrub_config(contract)
     rules = ScrubRules.of(contract)
     sources = discover(dataset)
-    drops = check_drops(dataset, contract, rules)
+    names = rules.drop_checks(contract)
+    row_contract = _row_contract(contract, rules, names)
+    drops = check_drops(dataset, contract, rules, names)
     scanner = RowScanner(contract)
     context = RunContext()  # this scrub's memos: each distinct text is scanned once
     outcome = ScrubOutcome()
@@ -136,6 +151,10 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
                 stats.rows += len(rows)
                 outcome.rows_in += len(rows)
                 lines = _raw_lines(chunk)
+                if row_contract is not None:  # the contract check runs first in `gate check` too
+                    for f in row_contract.map(Batch(src.split, src.display, rows))[0]:
+                        if rules.finding_action(f.check, f.rule) == "drop_row":
+                            drops[(f.split, f.row)] = (f.rule, f.row_id)
                 todo = []
                 for line, row in rows:
                     found = drops.get((src.split, line))

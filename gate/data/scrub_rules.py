@@ -68,6 +68,12 @@ class ScrubRules:
             return "drop_row"
         return None
 
+    def needs_column_rules(self) -> bool:
+        """Whether a drop rule may come from the contract check's column rules (`field.*`, run through
+        great-expectations over the whole dataset), rather than from its per-row rules alone (`messages.empty`)."""
+        return any(op == "drop_row" and (name == "contract" or name.removeprefix("contract.").startswith("field."))
+                   for name, op in self.operators)
+
     def drop_checks(self, contract: Contract) -> list[str]:
         """The checks whose findings can drop a row under these rules, in run order."""
         from gate.data.checks.semantic_duplicate import semantic_options
