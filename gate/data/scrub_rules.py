@@ -24,6 +24,8 @@ from gate.contract import Contract
 DUPLICATE_CHECKS = ("exact_duplicate", "near_duplicate", "semantic_duplicate")
 #: Finding rules dropped unless the contract's operators say otherwise: rows no operator can repair.
 DEFAULT_DROP_RULES = ("messages.empty",)
+#: The contract check's rules that are checked per column over the whole dataset (great-expectations), by prefix.
+COLUMN_RULES = ("field.", "source.", "language.")
 #: Checks whose hits scrub rewrites value by value (their operators are per entity, not per row).
 DETECTOR_CHECKS = ("pii", "secret")
 
@@ -69,9 +71,10 @@ class ScrubRules:
         return None
 
     def needs_column_rules(self) -> bool:
-        """Whether a drop rule may come from the contract check's column rules (`field.*`, run through
-        great-expectations over the whole dataset), rather than from its per-row rules alone (`messages.empty`)."""
-        return any(op == "drop_row" and (name == "contract" or name.removeprefix("contract.").startswith("field."))
+        """Whether a drop rule may come from the contract check's column rules (`field.*`, `source.allowed`,
+        `language.allowed`: great-expectations over the whole dataset, gate.contract.expectations), rather than from
+        its per-row rules alone (`messages.empty`)."""
+        return any(op == "drop_row" and (name == "contract" or name.removeprefix("contract.").startswith(COLUMN_RULES))
                    for name, op in self.operators)
 
     def drop_checks(self, contract: Contract) -> list[str]:

@@ -158,3 +158,17 @@ def test_a_rule_scrub_keeps_is_info_for_check_and_stays_in_the_scrubbed_copy(tmp
     assert [(f.rule, f.severity) for f in res.findings] == [("messages.empty", "info")] and res.status != "fail"
     out = scrub_dataset(str(tmp_path / "ds"), contract, str(tmp_path / "out"))
     assert out.rows_out == 2 and not out.dropped
+
+
+def test_a_column_rule_set_to_drop_row_drops_the_rows_the_contract_check_flags(tmp_path):
+    raw = {"name": "cols", "version": 1, "checks": {"pii": {"use_ner": False}},
+           "fields": {"id": {"type": "string", "pattern": "^k-[0-9]+$"}},
+           "scrub": {"operators": {"field.pattern": "drop_row"}}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    contract = load_contract(tmp_path / "c.yaml")
+    _write(tmp_path / "ds" / "train.jsonl", [_row("k-1", "Reset my router password please"),
+                                             _row("bad id", "The fan of the server rack is loud")])
+    (res,) = run_checks(str(tmp_path / "ds"), contract, checks=["contract"], progress=False).results
+    assert [(f.rule, f.row) for f in res.findings] == [("field.pattern", 2)]
+    out = scrub_dataset(str(tmp_path / "ds"), contract, str(tmp_path / "out"))
+    assert out.dropped == {"field.pattern": 1} and list(_lines(tmp_path / "out" / "train.jsonl")) == ["k-1"]
