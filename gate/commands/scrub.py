@@ -20,9 +20,14 @@ def run_scrub_command(*, dataset: str, contract_path: str, out: str) -> int:
     table.add_row("rows in", f"{outcome.rows_in:,}")
     for entity, n in sorted(outcome.entities.items()):
         table.add_row(f"rewritten {entity}", f"{n:,}")
-    for reason, n in sorted(outcome.dropped.items()):
-        table.add_row(f"dropped: {reason}", f"{n:,}")
+    for rule, n in sorted(outcome.rows_changed.items()):
+        table.add_row(f"rows changed: {rule}", f"{n:,}")
+    for rule, n in sorted(outcome.dropped.items()):
+        table.add_row(f"dropped: {rule}", f"{n:,}")
+    if outcome.identical_after_rewrite:
+        table.add_row("kept, identical to another row once rewritten (operator `hash` keeps values apart)",
+                      f"{outcome.identical_after_rewrite:,}")
     table.add_row("rows out", f"{outcome.rows_out:,}")
     console.print(table)
-    console.print(f"→ {out}/MANIFEST.json")
+    console.print(f"→ {out}/MANIFEST.json (the rows of each rule: by_rule)")
     return int(ExitCode.PASS)

@@ -174,8 +174,8 @@ CONTRACT_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "operators": {"type": "object",
-                              "additionalProperties": {"enum": ["replace", "hash", "drop_row", "keep"]}},
-                "default_operator": {"enum": ["replace", "hash", "drop_row", "keep"]},
+                              "additionalProperties": {"enum": ["replace", "pseudonym", "hash", "drop_row", "keep"]}},
+                "default_operator": {"enum": ["replace", "pseudonym", "hash", "drop_row", "keep"]},
                 "salt_env": {"type": "string"},
                 "drop_duplicates": {"type": "boolean"},
                 "drop_leakage": {"type": "boolean"},

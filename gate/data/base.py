@@ -137,6 +137,7 @@ class Check(ABC):
         self.seconds += time.perf_counter() - t0
 
     def result(self) -> CheckResult:
+        self.findings = _kept_by_scrub(self.contract, self.findings)
         errors = sum(1 for f in self.findings if f.severity == "error")
         limit = self.contract.threshold(self.name)
         status = "fail" if errors > limit else ("warn" if self.findings else "pass")
@@ -165,6 +166,21 @@ class Check(ABC):
         self.findings = [f for f in self.findings if (f.split, f.row) in view.changed or f.rule in keeps]
         self.counts["changed_rows"] = self.counts["scanned"] = len(view.changed)  # this run, not the dataset
         return self.result()
+
+
+def _kept_by_scrub(contract: Contract, findings: list[Finding]) -> list[Finding]:
+    """A finding whose rule the contract's scrub section keeps (`scrub.operators: {messages.empty: keep}`) is
+    reported as info, not as an error: what `gate scrub` keeps, `gate check` does not fail on (one rule,
+    gate.data.scrub_rules). PII and secret hits scrub keeps are not findings at all (gate.data.checks.pii)."""
+    if not contract.raw.get("scrub"):
+        return findings
+    from dataclasses import replace
+
+    from gate.data.scrub_rules import ScrubRules
+
+    rules = ScrubRules.of(contract)
+    return [replace(f, severity="info", message=f"{f.message} (kept: scrub.operators)")
+            if f.severity == "error" and rules.finding_action(f.check, f.rule) == "keep" else f for f in findings]
 
 
 @dataclass

@@ -51,6 +51,15 @@ class SplitWriter:
         self._digests[split].update(line)
         self.counts[split] += 1
 
+    def write_raw(self, split: str, line: bytes) -> None:
+        """Appends one JSONL line exactly as given (a row copied unchanged keeps its bytes: key order, spacing,
+        escapes); a trailing newline is added, a leading byte order mark dropped."""
+        fh = self._files.get(split) or self._open(split)
+        data = line.removeprefix(b"\xef\xbb\xbf").rstrip(b"\n") + b"\n"
+        fh.write(data)
+        self._digests[split].update(data)
+        self.counts[split] += 1
+
     def files(self) -> list[dict[str, Any]]:
         return [{"split": s, "file": f"{s}.jsonl", "rows": self.counts[s], "sha256": self._digests[s].hexdigest()}
                 for s in self._order]

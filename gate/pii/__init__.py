@@ -10,7 +10,7 @@ ever downloaded (presidio gets its NLP engine passed in; tldextract stays on its
     anonymize(text, hits[0] + secrets[0])            # ScrubResult(text, counts, drop_row)
 """
 
-from gate.pii.anonymize import ScrubResult, anonymize
+from gate.pii.anonymize import ScrubResult, anonymize, anonymize_texts
 from gate.pii.config import PiiConfig, ScrubConfig, SecretConfig
 from gate.pii.presidio_engine import (
     Hit,
@@ -28,8 +28,8 @@ from gate.pii.redact import mask_context, mask_loose, redact_value, snippet, sni
 from gate.pii.secrets import SecretHit, scan_secrets, scan_secrets_texts
 
 __all__ = [
-    "Hit", "PiiConfig", "ScrubConfig", "ScrubResult", "SecretConfig", "SecretHit", "anonymize", "engine_info",
-    "mask_context", "mask_loose", "ner_available", "recall_spans", "recall_spans_texts", "redact_value",
+    "Hit", "PiiConfig", "ScrubConfig", "ScrubResult", "SecretConfig", "SecretHit", "anonymize", "anonymize_texts",
+    "engine_info", "mask_context", "mask_loose", "ner_available", "recall_spans", "recall_spans_texts", "redact_value",
     "resolve_overlaps", "scan_secrets", "scan_secrets_texts", "scan_text", "scan_texts", "scan_texts_plain",
     "snippet", "snippet_window", "street_address_recognizer", "value_snippet",
 ]

@@ -291,18 +291,20 @@ class SecretConfig:
 
 
 #: Operators a scrub can apply per entity.
-OPERATORS: tuple[str, ...] = ("replace", "hash", "drop_row", "keep")
+OPERATORS: tuple[str, ...] = ("replace", "pseudonym", "hash", "drop_row", "keep")
 
 
 @dataclass(frozen=True)
 class ScrubConfig:
     """How `gate scrub` rewrites a text: one operator per entity type (`SECRET` for every secret kind).
 
-    `replace` puts a typed placeholder (`<EMAIL_ADDRESS>`), `hash` a salted sha256 hex digest (the same value
-    always maps to the same digest, so duplicates stay duplicates; the salt keeps digests of e-mails and phone
-    numbers from being reversed by a dictionary), `drop_row` signals that the row must be removed, `keep` leaves
-    the value. Entities not listed use `default_operator`. `salt` must be at least 16 characters when any
-    operator is `hash` (presidio's own minimum; without a salt presidio salts randomly, which breaks dedup).
+    `replace` puts a typed placeholder (`<EMAIL_ADDRESS>`), `pseudonym` a numbered one per distinct value of the
+    row (`<PERSON_1>`, `<PERSON_2>`: who said what stays readable, the name does not), `hash` a salted sha256 hex
+    digest (the same value always maps to the same digest, so duplicates stay duplicates; the salt keeps digests of
+    e-mails and phone numbers from being reversed by a dictionary), `drop_row` signals that the row must be
+    removed, `keep` leaves the value. Entities not listed use `default_operator`. `salt` must be at least 16
+    characters when any operator is `hash` (presidio's own minimum; without a salt presidio salts randomly, which
+    breaks dedup).
     """
 
     operators: tuple[tuple[str, str], ...] = ()

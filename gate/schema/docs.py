@@ -101,13 +101,25 @@ CONTRACT: dict[str, dict[str, Any]] = {
     "evaluation_sets": {"description": "Evaluation files (relative to the contract) training rows must not "
                                        "contain (the `contamination` check).",
                         "examples": [["../scorecards/suites/heldout.jsonl"]]},
-    "scrub": {"description": "What `gate scrub` does with each finding."},
-    "scrub.operators": {"description": "Operator per entity type or finding rule.",
-                        "examples": [{"EMAIL_ADDRESS": "replace"}]},
-    "scrub.default_operator": {"description": "Operator for everything else.", "default": "replace"},
+    "scrub": {"description": "What `gate scrub` does with each finding. Scrub drops exactly the rows `gate check` "
+                             "flags with a drop action, decided on the original text (duplicates, leaked copies, "
+                             "empty turns `messages.empty`, rules set to `drop_row`), and rewrites PII and secret "
+                             "values; a row without a finding is copied unchanged. What scrub keeps, `check` does not "
+                             "fail on."},
+    "scrub.operators": {"description": "Operator per PII entity type (`PERSON`, `URL`), secret kind, or finding rule "
+                                       "(`pii.URL`, `messages.empty`, `contract.refusal`, a check name). `replace`: a "
+                                       "type tag (`<PERSON>`); `pseudonym`: a numbered tag per distinct value of the "
+                                       "row (`<PERSON_1>`, `<PERSON_2>`); `hash`: a salted sha256; `drop_row`: drop "
+                                       "the row; `keep`: leave it, and the `pii`/`secret` checks do not report it. "
+                                       "One value gets one replacement in every turn of a row.",
+                        "examples": [{"EMAIL_ADDRESS": "replace", "PERSON": "pseudonym", "URL": "keep",
+                                      "messages.empty": "drop_row"}]},
+    "scrub.default_operator": {"description": "Operator for every other PII entity and secret.", "default": "replace"},
     "scrub.salt_env": {"description": "Environment variable holding the salt of the `hash` operator."},
-    "scrub.drop_duplicates": {"description": "Drop exact and near duplicates (keeping one)."},
-    "scrub.drop_leakage": {"description": "Drop training rows that leak into evaluation splits."},
+    "scrub.drop_duplicates": {"description": "Drop the rows the duplicate checks flag (the check's kept row "
+                                             "stays).", "default": True},
+    "scrub.drop_leakage": {"description": "Drop the rows the `leakage` check flags (training copies of evaluation "
+                                          "rows).", "default": True},
 }
 
 #: one line per check (docs/contracts.md and the `check --help` list)

@@ -29,7 +29,8 @@ def test_scrubbed_fixture_passes_pii_secret_and_dedup(tmp_path, kind):
     faults = json.loads((src / "FAULTS.json").read_text())
     planted = {c: sum(f["check"] == c and "reworded copy" not in f["note"] for f in faults)  # semantic: off
                for c in ("exact_duplicate", "near_duplicate", "leakage")}
-    assert {k: out.dropped[k] for k in planted} == planted
+    by_check = {c: sum(n for rule, n in out.dropped.items() if rule.split(".")[0] == c) for c in planted}
+    assert by_check == planted
     assert out.rows_out == out.rows_in - sum(out.dropped.values())
     manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text())
     assert manifest["rows"] == {"in": out.rows_in, "out": out.rows_out}
@@ -58,7 +59,7 @@ def test_drop_row_operator_and_hash_salt(tmp_path, monkeypatch):
     assert not (tmp_path / "o").exists()
     monkeypatch.setenv("GATE_SCRUB_SALT", "a-salt-of-sixteen-bytes-or-more")
     out = scrub_dataset(str(tmp_path / "ds"), contract, str(tmp_path / "o"))
-    assert out.dropped["pii_or_secret"] == 1 and out.rows_out == 2
+    assert out.dropped["pii.CREDIT_CARD"] == 1 and out.rows_out == 2
     lines = [json.loads(x) for x in (tmp_path / "o" / "train.jsonl").read_text().splitlines()]
     assert [r["id"] for r in lines] == ["tri-000002", "tri-000003"]
     assert "jane.roe" not in lines[0]["messages"][1]["content"]

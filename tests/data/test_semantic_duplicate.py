@@ -207,8 +207,8 @@ def test_scrub_drops_reworded_cross_split_copies_when_leakage_semantic_is_on(tmp
     raw["checks"], raw["evaluation_sets"] = {"leakage": {"semantic": True}}, []
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
     out = scrub_dataset(str(tmp_path / "ds"), load_contract(tmp_path / "c.yaml"), str(tmp_path / "out"))
-    assert out.dropped["leakage"] == 1 and out.rows_out == 5
+    assert out.dropped["leakage.semantic"] == 1 and out.rows_out == 5
     kept = [json.loads(line)["messages"][1]["content"] for line in (tmp_path / "out" / "train.jsonl").open()]
     assert PARAPHRASES[0] not in kept and len(kept) == 4
     off = scrub_dataset(str(tmp_path / "ds"), load_contract(CONTRACTS / "triage.yaml"), str(tmp_path / "out2"))
-    assert off.dropped["leakage"] == 0 and off.rows_out == 6  # without the option a rewording stays
+    assert off.dropped["leakage.semantic"] == 0 and off.rows_out == 6  # without the option a rewording stays

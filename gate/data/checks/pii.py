@@ -16,6 +16,7 @@ from gate.contract import Contract
 from gate.contract.meta import ROLES, check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.pii_scan import RowScanner
+from gate.data.scrub_rules import ScrubRules
 
 
 def _recall(fields: list[tuple[str, int, int]], scanner: RowScanner) -> list[list[tuple[int, int, str]]]:
@@ -42,6 +43,8 @@ class _DetectorCheck(Check):
         super().__init__(contract)
         self._by_rule: Counter[str] = Counter()
         self._scanner = RowScanner(contract, pii=self.name == "pii", secrets=self.name == "secret")
+        # what `gate scrub` keeps (the contract's `scrub.operators`, e.g. `URL: keep`) is not a finding: one rule
+        self._scrub = ScrubRules.of(contract)
 
     def _hits(self, fh: Any) -> list[Any]:
         raise NotImplementedError
@@ -53,13 +56,14 @@ class _DetectorCheck(Check):
         from gate.pii import snippet, snippet_window
 
         scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
-        texts = 0
+        texts = kept = 0
         todo: list[tuple[int, str | None, Any, list[Any], list[tuple[int, int]]]] = []
         for (line, row), fields in zip(batch.rows, scanned, strict=True):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
             for fh in fields:
-                hits = self._hits(fh)
+                hits = [h for h in self._hits(fh) if self._scrub.hit_operator(h) != "keep"]
+                kept += len(self._hits(fh)) - len(hits)
                 if hits:
                     windows = [snippet_window(fh.text, fh.pii + fh.secrets, focus=h) for h in hits]
                     todo.append((line, rid, fh, hits, windows))
@@ -71,7 +75,7 @@ class _DetectorCheck(Check):
                 findings.append(Finding(self.name, batch.split, line, fh.path, rule, "error",
                                         f"{message} at characters {hit.start}-{hit.end}",
                                         snippet(fh.text, fh.pii + fh.secrets, focus=hit, extra=extra), rid))
-        return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts})
+        return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts, "kept_by_scrub_rule": kept})
 
     def reduce(self, partial: Any) -> None:
         findings, counts = partial
