@@ -21,7 +21,7 @@ from typing import Any
 
 from gate import __version__
 from gate.contract import Contract
-from gate.data.base import CheckResult
+from gate.data.base import CheckResult, finish_all
 from gate.data.mapper import MapResult, init_worker, map_chunk, projection
 from gate.data.ray_engine import map_chunks
 from gate.data.registry import instantiate, resolve
@@ -138,10 +138,7 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
         stats[split].rows = n
     t_read = time.perf_counter() - t0
     timings = {"read_and_map": round(t_read, 4), "map_cpu": round(map_seconds, 4), **engine_timings}
-    for check in instances:
-        t1 = time.perf_counter()
-        check.timed_finish()
-        timings[f"finish.{check.name}"] = round(time.perf_counter() - t1, 4)
+    finish_all(instances, timings)  # a check that leaves rows to another finishes after it, with its findings
     results = [c.result() for c in instances]
     fingerprint = hashlib.sha256("".join(f"{s.split}:{s.sha256};" for s in stats.values()).encode()).hexdigest()
     run_id = hashlib.sha256(f"{started.isoformat()}{fingerprint}{contract.sha256}{os.getpid()}".encode()).hexdigest()
