@@ -137,6 +137,13 @@ class Check(ABC):
         """Dataset-level work once every batch was reduced (uniqueness, duplicates across the file...)."""
         return None
 
+    @classmethod
+    def skip_reason(cls, contract: Contract) -> str | None:
+        """Why the check does not run under `contract`, decided from the contract alone (no data), or None when it
+        runs. The one place that decides it: the runner's result, `gate contract lint` and the reference page
+        (`gate.data.registry.plan`) all ask here, so lint never says "runs" where the run says "skipped"."""
+        return None
+
     def reported_by(self, check: str, split: str, row: int) -> bool:
         """Whether `check` (one of `defers_to`) reported this row in this run: the only case this check may leave
         the row, or a pair holding it, to `check`."""

@@ -30,6 +30,13 @@ def resolve(names: list[str] | None) -> list[str]:
     return names
 
 
+def plan(contract: Contract, names: list[str] | None = None) -> dict[str, str | None]:
+    """What runs: check name -> None when it runs under `contract`, else why it is skipped (`Check.skip_reason`),
+    for `names` (default: every usable check). The runner, `gate contract lint` and the contract reference all take
+    their "runs" / "skipped" from here."""
+    return {n: CHECKS[n].skip_reason(contract) for n in resolve(names)}
+
+
 def instantiate(names: list[str], contract: Contract) -> list[Check]:
     """One run's checks: each knows the run's check names (`peers`) and shares the run's context."""
     context = RunContext()

@@ -124,19 +124,23 @@ class SemanticDuplicateCheck(Check):
         "exact_max": {"type": "integer", "minimum": 2},
     })
 
-    def __init__(self, contract: Contract) -> None:
-        super().__init__(contract)
+    @classmethod
+    def skip_reason(cls, contract: Contract) -> str | None:
+        """Opt-in, and only with the model wheel installed (located only; the model loads in the first map)."""
         from gate.embed.model import ModelMissing, model_zip
 
-        enabled, self.threshold, self.keep, self.exact_max = semantic_options(contract)
-        self.not_run: str | None = None
-        if not enabled:
-            self.not_run = "not enabled (set checks.semantic_duplicate.enabled: true in the contract)"
-        else:
-            try:
-                model_zip()  # locates the wheel only; the model loads in the first map
-            except ModelMissing as exc:
-                self.not_run = f"not run: {exc}"
+        if not semantic_options(contract)[0]:
+            return "not enabled (set checks.semantic_duplicate.enabled: true in the contract)"
+        try:
+            model_zip()
+        except ModelMissing as exc:
+            return f"not run: {exc}"
+        return None
+
+    def __init__(self, contract: Contract) -> None:
+        super().__init__(contract)
+        _, self.threshold, self.keep, self.exact_max = semantic_options(contract)
+        self.not_run: str | None = self.skip_reason(contract)
         self._splits: list[str] = []
         self._rows: list[tuple[int, int, str | None, bytes, str]] = []  # (split index, line, id, digest, text)
         self._emb: list[np.ndarray] = []
