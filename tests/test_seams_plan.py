@@ -45,3 +45,13 @@ def test_lint_fails_on_a_missing_evaluation_set_at_its_line(tmp_path):
     line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "none.jsonl" in t)
     assert code == 1 and f"{path}:{line}" in out and "evaluation set not found" in out, out
     assert "Traceback" not in out and len(out.strip().splitlines()) == 1, out
+
+
+def test_gate_schema_says_which_checks_a_bare_contract_skips():
+    from gate.schema import build
+
+    checks = build("contract")["properties"]["checks"]["properties"]
+    assert "Skipped unless" in checks["semantic_duplicate"]["description"]
+    assert "not enabled" in checks["semantic_duplicate"]["description"]
+    assert "no group_key" in checks["group_split"]["description"]
+    assert "Skipped" not in checks["near_duplicate"]["description"]
