@@ -797,6 +797,22 @@ def contract_lint(
     from gate.commands.contract import run_contract_lint
 
     raise typer.Exit(run_contract_lint(path=str(contract), quiet=quiet))
+
+
+scorecard_app = typer.Typer(help="Check scorecards without a model.", no_args_is_help=True)
+app.add_typer(scorecard_app, name="scorecard")
+
+
+@scorecard_app.command("lint", epilog=_exits("the scorecard is valid"))
+def scorecard_lint(
+    scorecard: Annotated[Path, typer.Argument(help="Scorecard YAML.")],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the OK line.")] = False,
+) -> None:
+    """Validate a scorecard without a model (suites, scorer options, gates) and say what each scorer and gate
+    will do."""
+    from gate.commands.score import run_scorecard_lint
+
+    raise typer.Exit(run_scorecard_lint(path=str(scorecard), quiet=quiet))
 # ---- end: schema and contract authoring ----
 
 def main() -> None:

@@ -22,7 +22,7 @@ import ast
 import functools
 import importlib
 import importlib.util
-import warnings
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +36,16 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "scorer": ("gate.score.scorers", "gate.scorers", "type"),
 }
 #: the class attributes read from the source without importing it (literals only)
-_LITERALS = ("name", "type", "order", "incremental", "keys", "fields", "finding_fields")
+_LITERALS = ("name", "type", "order", "incremental", "keys", "fields", "finding_fields", "defers_to")
 THIRD_PARTY_ORDER = 10_000  # a third-party check without a readable `order` runs after the built-in ones
+#: what a class of each kind must declare to be usable (a check without `options_schema` cannot be validated)
+_REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {"check": (("options_schema", dict),),
+                                                      "scorer": (("keys", tuple),)}
+
+
+def warn(message: str) -> None:
+    """One `gate: warning:` line on stderr (never a Python warning with its file, line and source)."""
+    print(f"gate: warning: {message}", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,10 @@ class Declaration:
         if declared != self.name:
             raise GateError(f"{self.kind} '{self.name}' from {self.origin} declares {KINDS[self.kind][2]} = "
                             f"{declared!r} ({self.target}): the entry name must be the declared name")
+        for attr, typ in _REQUIRED[self.kind]:
+            if not isinstance(getattr(obj, attr, None), typ):
+                raise GateError(f"{self.kind} '{self.name}' from {self.origin} declares no {attr} (a "
+                                f"{typ.__name__}) ({self.target})")
         return obj
 
 
@@ -110,6 +122,24 @@ def _builtin(kind: str) -> list[Declaration]:
     return out
 
 
+def _source_literals(target: str) -> dict[str, Any]:
+    """The literal declarations of a third-party class, read from its module's source as for the built-in ones
+    (its `order` decides where it runs); {} when the source or the class cannot be found without importing."""
+    module, _, qualname = target.partition(":")
+    try:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec is not None else None
+        if not origin or not origin.endswith(".py"):
+            return {}
+        tree = ast.parse(Path(origin).read_text(encoding="utf-8"), filename=origin)
+    except (ImportError, ValueError, OSError, SyntaxError):
+        return {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == qualname:
+            return _class_literals(node)
+    return {}
+
+
 def _third_party(kind: str) -> list[Declaration]:
     from importlib.metadata import entry_points
 
@@ -118,7 +148,11 @@ def _third_party(kind: str) -> list[Declaration]:
     for ep in entry_points(group=group):
         dist = getattr(ep, "dist", None)
         origin = f"entry point {group}:{ep.name}" + (f" ({dist.name})" if dist is not None else "")
-        out.append(Declaration(kind, ep.name, ep.value, THIRD_PARTY_ORDER, origin))
+        lits = _source_literals(ep.value)
+        order = lits.get("order")
+        out.append(Declaration(kind, ep.name, ep.value,
+                               order if isinstance(order, int) and not isinstance(order, bool) else THIRD_PARTY_ORDER,
+                               origin, lits))
     return out
 
 
@@ -130,8 +164,8 @@ def declarations(kind: str) -> tuple[Declaration, ...]:
     for d in [*_builtin(kind), *_third_party(kind)]:
         if d.name in found:
             if found[d.name].target != d.target:
-                warnings.warn(f"{d.origin}: {kind} '{d.name}' is already declared by {found[d.name].origin} "
-                              f"({found[d.name].target}); ignored", stacklevel=2)
+                warn(f"{d.origin}: {kind} '{d.name}' is already declared by {found[d.name].origin} "
+                     f"({found[d.name].target}); ignored")
             continue
         found[d.name] = d
     return tuple(sorted(found.values(), key=lambda d: (d.order, d.name)))
@@ -161,9 +195,30 @@ class Registry(Mapping[str, type]):
     def declaration(self, name: str) -> Declaration:
         return self._by_name()[name]
 
+    def usable(self) -> list[str]:
+        """The names, in order, without the third-party ones that cannot be loaded (each named once in one warning
+        line): a broken plugin is left out of the runs that do not name it, and fails only those that do."""
+        return [name for name in self if name not in _broken(self.kind)]
+
     def literal(self, name: str, attr: str) -> Any:
         """A declared attribute, from the source when it is a literal there, else from the imported class."""
         d = self._by_name()[name]
         if attr in d.literals and d.literals[attr] is not None:
             return d.literals[attr]
         return getattr(d.load(), attr)
+
+
+@functools.cache
+def _broken(kind: str) -> frozenset[str]:
+    """The third-party declarations that fail to load (import error, wrong name, a required attribute missing), each
+    warned about once per process; built-in ones are not imported here (tests/test_registry.py loads them all)."""
+    bad = set()
+    for d in declarations(kind):
+        if d.origin == "built-in":
+            continue
+        try:
+            d.load()
+        except GateError as exc:
+            warn(f"{exc}; left out")
+            bad.add(d.name)
+    return frozenset(bad)

@@ -104,3 +104,13 @@ def print_scored(scored: Scored, console: Any, *, quiet: bool = False) -> None:
         from gate.commands.decide import print_decided
 
         print_decided(scored.decided, console, quiet=quiet)
+
+
+def run_scorecard_lint(*, path: str, quiet: bool) -> int:
+    """Loads the scorecard (a bad one is its one-line error, exit 1) and lists what each scorer and gate will do."""
+    from gate.errors import ExitCode
+    from gate.score.lint import lint
+
+    _, lines = lint(path)
+    print(lines[0] if quiet else "\n".join(lines))
+    return int(ExitCode.PASS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from gate.contract.model import Contract, load_contract
-from gate.names import CHECK_NAMES
 
 
 def _opts(contract: Contract, check: str) -> str:
@@ -24,7 +23,10 @@ def _opts(contract: Contract, check: str) -> str:
 
 
 def uses(contract: Contract) -> dict[str, tuple[str, list[str]]]:
-    """check name -> (status: runs | skipped, what it reads from the contract)."""
+    """check name -> (status: runs | skipped, what it reads from the contract); whether it runs is
+    `gate.data.registry.plan`'s answer, the one the runner gives."""
+    from gate.data.registry import plan
+
     c = contract
     out: dict[str, tuple[str, list[str]]] = {}
     rules = [f"{len(c.fields)} field(s)" + (f" ({', '.join(f.name for f in c.fields)})" if c.fields else ""),
@@ -50,23 +52,36 @@ def uses(contract: Contract) -> dict[str, tuple[str, list[str]]]:
     out["contamination"] = ("runs", [f"{len(sets)} evaluation set(s) + the test split"
                                      + (f"; NOT FOUND: {', '.join(missing)}" if missing else ""),
                                      _opts(c, "contamination")])
-    out["group_split"] = (("runs", [f"group_key {c.group_key}"
-                                    + (f", fallback {c.group_fallback_key}" if c.group_fallback_key else "")
-                                    + (f", window {c.group_window}" if c.group_window else "")])
-                          if c.group_key else ("skipped", ["no group_key"]))
-    out["template"] = (("runs", [f"tokenizer {c.tokenizer.path}", _opts(c, "template")]) if c.tokenizer
-                       else ("skipped", ["no tokenizer"]))
+    out["group_split"] = ("runs", [f"group_key {c.group_key}"
+                                   + (f", fallback {c.group_fallback_key}" if c.group_fallback_key else "")
+                                   + (f", window {c.group_window}" if c.group_window else "")])
+    out["template"] = ("runs", [f"tokenizer {c.tokenizer.path}" if c.tokenizer else "", _opts(c, "template")])
     out["length"] = ("runs", [f"limits {dict(c.limits) or 'none'}"
                               + (" + token lengths" if c.tokenizer else ""), _opts(c, "length")])
     out["boilerplate"] = ("runs", [_opts(c, "boilerplate")])
-    for name in CHECK_NAMES:  # a check without its own line above: its options
+    planned = plan(c)
+    for name in planned:  # a check without its own line above: its options
         out.setdefault(name, ("runs", [_opts(c, name) or "options: all defaults"]))
-    return {k: (out[k][0], [u for u in out[k][1] if u]) for k in CHECK_NAMES}
+    return {k: ("runs", [u for u in out[k][1] if u]) if planned[k] is None else ("skipped", [str(planned[k])])
+            for k in planned}
+
+
+def _check_files(contract: Contract, path: Path) -> None:
+    """The files the checks will read (evaluation sets) exist: a missing one fails `gate check` with exit 1, so
+    lint fails with it, at the contract's line naming it."""
+    from gate import yamlio
+    from gate.errors import ContractError
+
+    for i, s in enumerate(contract.evaluation_sets):
+        if not Path(s).is_file():
+            doc = yamlio.read(path, what="contract", error=ContractError)
+            raise doc.fail(f"evaluation set not found: {s}", ["evaluation_sets", i])
 
 
 def lint(path: str | Path) -> tuple[Contract, list[str]]:
     """(the loaded contract, the lines of the report); a bad contract raises its one-line ContractError."""
     contract = load_contract(path)
+    _check_files(contract, Path(path))
     lines = [f"OK {path}: contract {contract.name} {contract.version} (sha256 {contract.sha256[:12]})"]
     for name, (status, used) in uses(contract).items():
         limit = contract.threshold(name)

@@ -99,9 +99,13 @@ class Check(ABC):
     incremental_keeps: ClassVar[tuple[str, ...]] = ()
     #: the optional Finding fields (EVIDENCE_FIELDS) the check fills; reports and the record may rely on no others
     finding_fields: ClassVar[tuple[str, ...]] = ()
-    #: the names of every check of this run, set by the runner; None when unknown (a check then assumes it runs
-    #: alone: it never leaves a finding to another check that may not be running)
+    #: the names of every check of this run, set by the runner; None when unknown
     peers: frozenset[str] | None = None
+    #: the checks this one may leave a row or pair to (e.g. `semantic_duplicate` -> `near_duplicate`). Why declared:
+    #: a finding left to another check is lost when that check does not in fact report it (its LSH missed the pair,
+    #: it judges another partner), so the runner finishes these first (`finish_all`) and hands over what they
+    #: reported (`handed`); a check leaves a row only when `reported_by` says so, never on the other's running alone
+    defers_to: ClassVar[tuple[str, ...]] = ()
     #: what the checks of one run share (e.g. the MinHash clustering of near_duplicate and leakage); set by
     #: `gate.data.registry.instantiate`. A fresh one per run: nothing is shared between runs through modules
     context: RunContext
@@ -112,6 +116,8 @@ class Check(ABC):
         self.counts: Counter[str] = Counter()
         self.findings: list[Finding] = []
         self.seconds = 0.0
+        #: per check of `defers_to` that finished before this one in the same run: the (split, row) it reported
+        self.handed: dict[str, frozenset[tuple[str, int]]] = {}
 
     @abstractmethod
     def map(self, batch: Batch) -> Any:
@@ -130,6 +136,18 @@ class Check(ABC):
     def finish(self) -> None:
         """Dataset-level work once every batch was reduced (uniqueness, duplicates across the file...)."""
         return None
+
+    @classmethod
+    def skip_reason(cls, contract: Contract) -> str | None:
+        """Why the check does not run under `contract`, decided from the contract alone (no data), or None when it
+        runs. The one place that decides it: the runner's result, `gate contract lint` and the reference page
+        (`gate.data.registry.plan`) all ask here, so lint never says "runs" where the run says "skipped"."""
+        return None
+
+    def reported_by(self, check: str, split: str, row: int) -> bool:
+        """Whether `check` (one of `defers_to`) reported this row in this run: the only case this check may leave
+        the row, or a pair holding it, to `check`."""
+        return (split, row) in self.handed.get(check, frozenset())
 
     def timed_finish(self) -> None:
         t0 = time.perf_counter()
@@ -219,3 +237,33 @@ EVIDENCE_FIELDS = ("partner_row", "partner_id", "score", "cluster_id", "cluster_
 
 def _finding_order(f: Finding) -> tuple[Any, ...]:
     return (f.split, f.row if f.row is not None else -1, f.field or "", f.rule)
+
+
+def finish_order(checks: list[Check]) -> list[Check]:
+    """The checks in the order they finish: each after the checks of its `defers_to` that run too (otherwise in the
+    given order). A cycle is broken at the first check that closes it: it finishes without the other's findings
+    and therefore leaves it nothing."""
+    pending = list(checks)
+    done: set[str] = set()
+    out: list[Check] = []
+    names = {c.name for c in checks}
+    while pending:
+        ready = next((c for c in pending if all(d in done or d not in names for d in c.defers_to)), pending[0])
+        pending.remove(ready)
+        done.add(ready.name)
+        out.append(ready)
+    return out
+
+
+def finish_all(checks: list[Check], timings: dict[str, float] | None = None) -> None:
+    """Finishes every check of one run in `finish_order`, handing each the rows reported by the checks it defers to
+    (`Check.handed`); `timings` gets `finish.<name>` wall seconds."""
+    finished: dict[str, Check] = {}
+    for check in finish_order(checks):
+        check.handed = {n: frozenset((f.split, f.row) for f in finished[n].findings if f.row is not None)
+                        for n in check.defers_to if n in finished}
+        t1 = time.perf_counter()
+        check.timed_finish()
+        if timings is not None:
+            timings[f"finish.{check.name}"] = round(time.perf_counter() - t1, 4)
+        finished[check.name] = check

@@ -21,12 +21,20 @@ def available() -> list[str]:
 
 
 def resolve(names: list[str] | None) -> list[str]:
-    """The checks to run: `names` as given (default: every registered check); an unknown name is a GateError."""
-    names = names or list(CHECKS)
+    """The checks to run: `names` as given (default: every registered check that can be loaded: a broken plugin is
+    named in one warning and left out); an unknown name is a GateError, a broken one named here its load error."""
+    names = names or CHECKS.usable()
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
         raise GateError(f"unknown check(s): {', '.join(unknown)} (available: {', '.join(CHECKS)})")
     return names
+
+
+def plan(contract: Contract, names: list[str] | None = None) -> dict[str, str | None]:
+    """What runs: check name -> None when it runs under `contract`, else why it is skipped (`Check.skip_reason`),
+    for `names` (default: every usable check). The runner, `gate contract lint` and the contract reference all take
+    their "runs" / "skipped" from here."""
+    return {n: CHECKS[n].skip_reason(contract) for n in resolve(names)}
 
 
 def instantiate(names: list[str], contract: Contract) -> list[Check]:

@@ -21,10 +21,10 @@ from typing import Any
 
 from gate import __version__
 from gate.contract import Contract
-from gate.data.base import CheckResult
+from gate.data.base import CheckResult, finish_all
 from gate.data.mapper import MapResult, init_worker, map_chunk, projection
 from gate.data.ray_engine import map_chunks
-from gate.data.registry import instantiate, resolve
+from gate.data.registry import instantiate, plan, resolve
 from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
 
 SMALL_INPUT_BYTES = 8 << 20
@@ -82,6 +82,7 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     t0 = time.perf_counter()
     sources = discover(dataset)
     names = resolve(checks)
+    planned = plan(contract, names)  # what runs: the same answer `gate contract lint` gives
     instances = instantiate(names, contract)  # one run: its peers and one shared context (no module state)
     total_bytes = sum(s.path.stat().st_size if s.path.is_file() else 0 for s in sources)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -138,11 +139,11 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
         stats[split].rows = n
     t_read = time.perf_counter() - t0
     timings = {"read_and_map": round(t_read, 4), "map_cpu": round(map_seconds, 4), **engine_timings}
-    for check in instances:
-        t1 = time.perf_counter()
-        check.timed_finish()
-        timings[f"finish.{check.name}"] = round(time.perf_counter() - t1, 4)
+    finish_all(instances, timings)  # a check that leaves rows to another finishes after it, with its findings
     results = [c.result() for c in instances]
+    for res in results:
+        if planned[res.name] is not None and not res.findings:
+            res.status, res.summary = "skipped", str(planned[res.name])
     fingerprint = hashlib.sha256("".join(f"{s.split}:{s.sha256};" for s in stats.values()).encode()).hexdigest()
     run_id = hashlib.sha256(f"{started.isoformat()}{fingerprint}{contract.sha256}{os.getpid()}".encode()).hexdigest()
     return CheckRun(run_id=run_id[:16], dataset=str(dataset), contract=contract, splits=list(stats.values()),

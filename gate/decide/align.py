@@ -26,6 +26,8 @@ class RunSide:
     items: dict[tuple[str, str], dict[str, Any]]
     values: dict[tuple[str, str], dict[tuple[str, str], float]]
     metrics: list[dict[str, Any]] = field(default_factory=list)  # score_metrics rows (run-level: peak memory)
+    #: scorer -> the (suite, item id) it could not score (an exception while scoring): no evidence either way
+    scorer_errors: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -42,6 +44,8 @@ class Aligned:
     cand: np.ndarray  # items x metrics
     problems: dict[str, Any] = field(default_factory=dict)
     subject_metrics: list[dict[str, Any]] = field(default_factory=list)  # the candidate's (else the only run's)
+    #: scorer -> {"count", "examples": ["role:suite/item", ...]} over both runs (gate.decide.decision blocks on any)
+    scorer_errors: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -87,7 +91,10 @@ def load_side(con: Any, run_id: str) -> RunSide:
     values: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
     for s, i, scorer, key, v in scores.run_item_values(con, run_id):
         values.setdefault((s, i), {})[(scorer, key)] = float("nan") if v is None else float(v)
-    return RunSide(run, items, values, scores.run_level_metrics(con, run_id))
+    errors: dict[str, list[tuple[str, str]]] = {}
+    for scorer, s, i in scores.run_scorer_errors(con, run_id):
+        errors.setdefault(scorer, []).append((s, i))
+    return RunSide(run, items, values, scores.run_level_metrics(con, run_id), errors)
 
 
 def _examples(keys: list[tuple[str, str]]) -> list[str]:
@@ -129,11 +136,18 @@ def align(base: RunSide | None, cand: RunSide | None) -> Aligned:
         return out
 
     ref = sides[-1]
+    scorer_errors: dict[str, dict[str, Any]] = {}
+    for side in sides:
+        for scorer, keys in side.scorer_errors.items():
+            e = scorer_errors.setdefault(scorer, {"count": 0, "examples": []})
+            e["count"] += len(keys)
+            e["examples"] += [f"{side.run.get('role', 'run')}:{k}" for k in _examples(keys)]
     return Aligned(
         baseline_run=base.run if base else None, candidate_run=cand.run if cand else None,
         suites=np.array([k[0] for k in keys], dtype=object), item_ids=np.array([k[1] for k in keys], dtype=object),
         categories=np.array([ref.items[k]["category"] for k in keys], dtype=object), metrics=metrics,
-        base=matrix(base), cand=matrix(cand), problems=problems, subject_metrics=ref.metrics)
+        base=matrix(base), cand=matrix(cand), problems=problems, subject_metrics=ref.metrics,
+        scorer_errors=scorer_errors)
 
 
 def load_aligned(db: str | None, *, comparison: str | None = None, baseline_run: str | None = None,

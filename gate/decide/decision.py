@@ -167,7 +167,18 @@ def decide(scorecard: Any, aligned: Aligned, *, mode: str = "compare", seed: int
                                    f"warns): {r['detail']}")
                 else:
                     r["detail"] += " (on_unmeasured: warn: does not block)"
+    for r, g in zip(rows, scorecard.gates, strict=True):
+        # items its scorer could not score are no evidence either way: the gate fails, naming them
+        err = aligned.scorer_errors.get(g["scorer"])
+        r["scorer_errors"] = err["count"] if err else 0
+        if err:
+            r["verdict"] = "fail"
+            r["detail"] = (f"{err['count']} item(s) not scored (scorer error: {', '.join(err['examples'][:5])}), "
+                           f"so not passed; {r['detail']}")
     warnings: list[str] = []
+    for scorer, err in sorted(aligned.scorer_errors.items()):
+        warnings.append(f"scorer {scorer} failed on {err['count']} item(s): {', '.join(err['examples'])}; a run "
+                        f"with scorer errors is never promoted")
     for name, prob in aligned.problems.items():
         warnings.append(f"{prob['count']} item(s) {name.replace('_', ' ')} were left out of the pairs: "
                         f"{', '.join(prob['examples'])}")
@@ -192,7 +203,7 @@ def decide(scorecard: Any, aligned: Aligned, *, mode: str = "compare", seed: int
     if mode in ("compare", "candidate_only"):
         blocking = [r for r in rows if r["severity"] == "block"]
         verdict = "PROMOTE" if all(r["verdict"] != "fail" for r in blocking) and any(
-            r["verdict"] == "pass" for r in blocking) else "BLOCK"
+            r["verdict"] == "pass" for r in blocking) and not aligned.scorer_errors else "BLOCK"
     elif mode == "baseline_only":
         evaluated = [r for r in rows if r["verdict"] != "skip" and r["severity"] == "block"]
         verdict = "TARGET_MET" if evaluated and all(r["verdict"] == "pass" for r in evaluated) else "TARGET_NOT_MET"

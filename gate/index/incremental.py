@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
-from gate.data.base import Batch, Check, CheckResult, IncrementalView
+from gate.data.base import Batch, Check, CheckResult, IncrementalView, finish_all
 from gate.data.neardup import neardup_config
 from gate.data.registry import CHECKS, instantiate, resolve
 from gate.data.runner import CheckRun
@@ -149,8 +149,7 @@ def _run(instances: list[Check], batches: list[_Task], workers: int) -> None:
         for t in tasks:
             for c, p in zip(instances, _map_task(t, instances), strict=True):
                 c.reduce(p)
-    for c in instances:
-        c.timed_finish()
+    finish_all(instances)
 
 
 class _Clock:

@@ -127,6 +127,7 @@ CHECKS: dict[str, str] = {
     "contract": "every row against the contract: fields, messages, output schema, tools, refusal rules",
     "exact_duplicate": "identical rows (after normalisation of the `text:` section)",
     "near_duplicate": "near-identical rows (MinHash, datasketch-compatible)",
+    "semantic_duplicate": "rows of one split that say the same thing in other words (all-MiniLM-L6-v2 cosine)",
     "pii": "personal data (presidio-analyzer; names and places with the spaCy model)",
     "secret": "keys, tokens and passwords (detect-secrets plus gate's own patterns)",
     "leakage": "training rows near-identical to validation or test rows",
@@ -151,12 +152,29 @@ def _check_defaults() -> dict[str, dict[str, Any]]:
     return {**CHECK_OPTIONS, "boilerplate": dict(DEFAULTS), "contamination": dict(OPTIONS)}
 
 
+def default_skips() -> dict[str, str]:
+    """check -> why it is skipped under a contract that does not mention it, from `gate.data.registry.plan` (the
+    function the runner and `gate contract lint` use), so the reference says what a run does."""
+    from types import MappingProxyType
+
+    from gate.contract.model import Contract
+    from gate.data.registry import plan
+
+    bare = Contract(path="", name="", version="", sha256="", raw=MappingProxyType({}))
+    return {name: reason for name, reason in plan(bare).items() if reason}
+
+
+def skip_note(name: str, skips: dict[str, str]) -> str:
+    return f" Skipped unless the contract says otherwise: {skips[name]}." if name in skips else ""
+
+
 def contract_docs() -> dict[str, dict[str, Any]]:
     """The contract table plus each check's section and its options' defaults."""
     out = dict(CONTRACT)
     defaults = _check_defaults()
+    skips = default_skips()
     for name, line in CHECKS.items():
-        out[f"checks.{name}"] = {"description": f"Options of the `{name}` check: {line}."}
+        out[f"checks.{name}"] = {"description": f"Options of the `{name}` check: {line}.{skip_note(name, skips)}"}
         for opt, value in defaults.get(name, {}).items():
             out[f"checks.{name}.{opt}"] = {"default": value}
     return out

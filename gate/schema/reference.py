@@ -68,7 +68,7 @@ def render() -> str:
     """The whole reference page."""
     from gate.names import CHECK_NAMES
     from gate.schema import build
-    from gate.schema.docs import CHECKS
+    from gate.schema.docs import CHECKS, default_skips, skip_note
 
     schema = build("contract")
     props = schema["properties"]
@@ -83,11 +83,14 @@ def render() -> str:
            "the line and the key, and how to fix it.", "", "## Keys", "", HEADER]
     _walk(schema, "", False, out, skip=("checks", "thresholds"))
     out += ["", "## Checks", "",
-            "Every check runs unless `gate check --checks` names a subset. Options go under "
+            "Every check runs unless `gate check --checks` names a subset, or the contract lacks what it needs (said "
+            "under the check; `gate contract lint` says it for a given contract). Options go under "
             "`checks.<check>:`; a check that takes none refuses any key there.", ""]
+    skips = default_skips()
     for name in CHECK_NAMES:
         node = props["checks"]["properties"].get(name, {})
-        out += [f"### `{name}`", "", CHECKS.get(name, node.get("description", "")), ""]
+        line = CHECKS.get(name, node.get("description", ""))
+        out += [f"### `{name}`", "", f"{line}.{skip_note(name, skips)}" if name in skips else line, ""]
         options = node.get("properties") or {}
         if options:
             out.append(HEADER)

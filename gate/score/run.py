@@ -61,6 +61,12 @@ class ModelRun:
         return sum(1 for s in self.samples if s["error"])
 
     @property
+    def scorer_errors(self) -> int:
+        """Scores a scorer could not give (an exception on one answer): counted apart from engine errors, shown with
+        the run, and a decision on a run with any is never PROMOTE (gate.decide.decision)."""
+        return sum(1 for s in self.scores if s["key"] == "error")
+
+    @property
     def cached(self) -> int:
         return sum(1 for s in self.samples if s["cached"])
 
@@ -364,7 +370,8 @@ def report_json(outcome: ScoreOutcome) -> dict[str, Any]:
                       "decoding": sc.decoding},
         "runs": {r.spec.role: {"run_id": r.run_id, "model": r.spec.model, "adapter": r.spec.adapter,
                                "identity_fp": r.identity.fingerprint(), "engine": r.identity.engine,
-                               "status": r.status, "items": len(r.samples), "errors": r.errors, "cached": r.cached,
+                               "status": r.status, "items": len(r.samples), "errors": r.errors,
+                               "scorer_errors": r.scorer_errors, "cached": r.cached,
                                "seconds": round(r.seconds, 3)} for r in outcome.runs},
         "summary": summarize(outcome),
         "examples": _examples(outcome),
@@ -394,7 +401,8 @@ def report_md(data: dict[str, Any]) -> str:
     for role, r in data["runs"].items():
         adapter = f" + {r['adapter']}" if r["adapter"] else ""
         lines.append(f"- **{role}**: `{r['model']}{adapter}` via {r['engine']} · run `{r['run_id']}` · "
-                     f"{r['items']} items, {r['cached']} cached, {r['errors']} errors · {r['status']}")
+                     f"{r['items']} items, {r['cached']} cached, {r['errors']} errors, "
+                     f"{r.get('scorer_errors', 0)} scorer errors · {r['status']}")
     lines += ["", "| suite | category | scorer | key | candidate | baseline |", "|---|---|---|---|---|---|"]
     lines += [f"| {' | '.join(row)} |" for row in summary_rows(data["summary"])]
     if data["examples"]:

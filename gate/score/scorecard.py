@@ -368,6 +368,7 @@ def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str,
             known = [n for n in params if n != "self"]
             hint = difflib.get_close_matches(k, known, n=1)
             raise fail(f"unknown option '{k}' for {type_name}" + (f" (did you mean '{hint[0]}'?)" if hint else ""), k)
+    _check_option_types(scorer_class(type_name), opts, fail)
     if type_name == "format" and opts.get("schema") is not None:
         from gate.contract.schemas import SchemaProblem, check_schema
 
@@ -393,3 +394,20 @@ def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str,
             except re.error as exc:
                 raise fail(f"invalid regular expression: {exc}", "patterns") from None
     return opts
+
+
+def _check_option_types(cls: type, opts: dict[str, Any], fail: Any) -> None:
+    """The options against the scorer's declared `options_schema` (types, enums, ranges), so a wrong value is the
+    scorecard's file:line at load and not an exception on every item while scoring (`max_words: eight`)."""
+    schema = getattr(cls, "options_schema", None)
+    if not isinstance(schema, dict):
+        return
+    from gate.contract.schemas import validator  # the one validator factory: nothing is ever retrieved
+
+    errors = sorted(validator(schema, assert_formats=False).iter_errors(opts), key=lambda e: [str(p) for p in e.path])
+    if errors:
+        err = errors[0]
+        key = str(err.path[0]) if err.path else next(iter(opts), "")
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in list(err.path)[1:])
+        message = err.message if len(err.message) <= 200 else err.message[:197] + "..."
+        raise fail(f"{message}" + (f" (at {key}{where})" if where else ""), key)

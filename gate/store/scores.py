@@ -129,6 +129,14 @@ def run_item_values(con: Any, run_id: str) -> list[tuple[str, str, str, str, flo
         'GROUP BY ALL', [run_id]).fetchall()]
 
 
+def run_scorer_errors(con: Any, run_id: str) -> list[tuple[str, str, str]]:
+    """(scorer, suite, item id) of every item a scorer could not score (an exception while scoring: the `error`
+    key), distinct over epochs, in order."""
+    return [tuple(r) for r in con.execute(
+        'SELECT DISTINCT scorer, suite, item_id FROM scores WHERE run_id = ? AND "key" = \'error\' ORDER BY ALL',
+        [run_id]).fetchall()]
+
+
 def run_level_metrics(con: Any, run_id: str) -> list[dict[str, Any]]:
     """The run's aggregated metrics rows (suite, category, scorer, key, n, mean, p50, p95, p99); [] before any."""
     has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'score_metrics'").fetchall()

@@ -130,8 +130,11 @@ def test_lint_a_bad_contract_is_one_line_exit_1(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("name: x\nversion: 1\nchecks:\n  near_duplicate: {threshold: 0.9}\nevaluation_sets: [gone.jsonl]\n")
     res = _gate("contract", "lint", p)
-    assert res.returncode == 0 and "threshold=0.9;" in res.stdout.replace("0.9,", "0.9;") \
-        and "NOT FOUND" in res.stdout
+    # a missing evaluation set fails `gate check` (exit 1), so lint fails with it, at its line (issue 28 item 7)
+    assert res.returncode == 1 and f"{p}:5" in res.stderr and "evaluation set not found" in res.stderr
+    p.write_text("name: x\nversion: 1\nchecks:\n  near_duplicate: {threshold: 0.9}\n")
+    res = _gate("contract", "lint", p)
+    assert res.returncode == 0 and "threshold=0.9;" in res.stdout.replace("0.9,", "0.9;")
     p.write_text("name: x\nversion: 1\nroles: [user]\n")
     res = _gate("contract", "lint", p)
     assert res.returncode == 1 and res.stdout == ""

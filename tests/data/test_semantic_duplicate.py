@@ -174,7 +174,7 @@ def test_leakage_semantic_finds_a_reworded_cross_split_copy(tmp_path):
                         progress=False).results
     got = [(f.split, f.row, f.rule, f.partner_row, f.partner_id) for f in res.findings]
     # the exact copy is reported once, as exact; the rewording as semantic, citing the test row
-    assert got == [("train", 5, "leakage.semantic", 1, "tri-000900"), ("train", 6, "leakage.exact", None, None)]
+    assert got == [("train", 5, "leakage.semantic", 1, "tri-000900"), ("train", 6, "leakage.exact", 2, "tri-000901")]
     assert res.findings[0].score >= 0.92 and "reworded copy of test row 1 (id tri-000900)" in res.findings[0].message
     (res,) = run_checks(str(tmp_path / "ds"), load_contract(CONTRACTS / "triage.yaml"), checks=["leakage"],
                         progress=False).results

@@ -58,12 +58,18 @@ class BoilerplateCheck(Check):
         "force": {"type": "boolean", "description": "scan structured (JSON) answers too"},
     })
 
+    @classmethod
+    def skip_reason(cls, contract: Contract) -> str | None:
+        if contract.output_format == "json" and not contract.options("boilerplate").get("force"):
+            return "structured (JSON) answers repeat by design; boilerplate is not measured"
+        return None
+
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
         self.opts = {**DEFAULTS, **contract.options("boilerplate")}
         if self.opts["unit"] not in _SPLIT:
             raise GateError(f"checks.boilerplate.unit must be one of {sorted(_SPLIT)}", file=contract.path)
-        self._skip = contract.output_format == "json" and not contract.options("boilerplate").get("force")
+        self._skip = self.skip_reason(contract) is not None
         self._rows: list[tuple[str, int, str | None, str, int, np.ndarray, np.ndarray]] = []
         self._examples: dict[int, str] = {}
 
@@ -135,7 +141,7 @@ class BoilerplateCheck(Check):
         res = super().result()
         if self._skip:
             res.status = "skipped"
-            res.summary = "structured (JSON) answers repeat by design; boilerplate is not measured"
+            res.summary = self.skip_reason(self.contract) or ""
         else:
             res.summary = (f"{self.counts['dominated_rows']} row(s) dominated by boilerplate; "
                            f"{self.counts['boilerplate_segments']} repeated segment(s)")

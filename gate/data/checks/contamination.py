@@ -14,10 +14,10 @@ splits (default: test). A training row is contaminated by an item when
 - or it is a MinHash near duplicate (whole-text Jaccard >= `checks.near_duplicate.threshold`) of the item.
 
 N-grams are taken inside each message, never across the seam between a prompt and its answer, where structured
-answers would make every row look alike. Near copies of a test-split row are left to `leakage` only when
-`leakage` runs in the same invocation (reworded copies, found with `semantic`, too when `leakage` has
-`semantic` on): a check never relies on one that is not running. Every finding says which
-evidence matched, and the report names every contaminated evaluation item.
+answers would make every row look alike. A near copy of a test-split row is left to `leakage` only when
+`leakage` reported that training row in the same run (reworded copies, found with `semantic`, too when `leakage` has
+`semantic` on): its LSH proposes candidate pairs and may miss one this check sees (gate.data.base `defers_to`).
+Every finding says which evidence matched, and the report names every contaminated evaluation item.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ class ContaminationCheck(_ClusterCheck):
     order = 80
     incremental = "full"
     finding_fields = ("partner_row", "partner_id", "score")  # the matched evaluation item and similarity
+    defers_to = ("leakage",)  # near copies of a test-split row that `leakage` reported
     version = "1"
     options_schema = check_options({  # defaults in OPTIONS above
         "ngram": {"type": "integer", "minimum": 1},
@@ -217,9 +218,9 @@ class ContaminationCheck(_ClusterCheck):
             return
         evidence = self._evidence(items, [self._texts[p] for p in train_pos])
         # near copies of items as whole texts (MinHash, verified by exact Jaccard); a test row's near copies are
-        # `leakage`'s when it runs, ours otherwise
-        leakage_runs = "leakage" in (self.peers or ())
-        indexed = list(range(len(self._items))) + ([] if leakage_runs else sorted(split_item_pos))
+        # left to `leakage` below, each only when it reported the training row
+        leakage_runs = "leakage" in self.handed
+        indexed = list(range(len(self._items))) + sorted(split_item_pos)
         if indexed:
             index = NearDupIndex([items[i].text.replace(SEP, "\n") for i in indexed], None, self._config)
             for pair in index.query([self._texts[p].replace(SEP, "\n") for p in train_pos]).pairs:
@@ -238,8 +239,9 @@ class ContaminationCheck(_ClusterCheck):
             said, score = self._verdict(e)
             if not said:
                 continue
-            if it in split_item_pos and leakage_runs:
-                pos = train_pos[k]
+            pos = train_pos[k]
+            if it in split_item_pos and leakage_runs and self.reported_by("leakage", self._splits[self._keys[pos][0]],
+                                                                           self._keys[pos][1]):
                 jac = e.get("jaccard") or exact_pair_jaccard(self._texts[pos].replace(SEP, "\n"),
                                                             self._texts[split_item_pos[it]].replace(SEP, "\n"),
                                                             self._config)

@@ -27,6 +27,10 @@ class GroupSplitCheck(Check):
     options_schema = NO_OPTIONS  # the key is the contract's `group_key` / `group_fallback_key` / `group_window`
     version = "1"
 
+    @classmethod
+    def skip_reason(cls, contract: Contract) -> str | None:
+        return None if contract.group_key else "the contract names no group_key"
+
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
         self._splits: list[str] = []
@@ -117,9 +121,10 @@ class GroupSplitCheck(Check):
 
     def result(self) -> CheckResult:
         res = super().result()
-        if not self.contract.group_key:
+        reason = self.skip_reason(self.contract)
+        if reason:
             res.status = "skipped"
-            res.summary = "the contract names no group_key"
+            res.summary = reason
         else:
             res.summary = (f"{self.counts['groups_in_several_splits']} of {self.counts['groups']} group(s) "
                            f"by '{self.contract.group_key}' span splits; {len(self.findings)} row(s) outside "

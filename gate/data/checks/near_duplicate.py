@@ -188,7 +188,7 @@ class LeakageCheck(_ClusterCheck):
     name = "leakage"
     order = 50
     incremental = "against_index"
-    finding_fields = ("partner_row", "partner_id", "score")  # the semantic rule's evidence
+    finding_fields = ("partner_row", "partner_id", "score")  # the row of the more protected split and the similarity
     version = "1"
     # clusters under `checks.near_duplicate`'s options; `semantic`: also reworded copies (gate.embed cosine >=
     # checks.semantic_duplicate.threshold), reported as leakage.semantic
@@ -219,7 +219,8 @@ class LeakageCheck(_ClusterCheck):
                         "leakage.exact" if exact else "leakage.near", "error",
                         f"{'exact' if exact else 'near'} copy of {cl.splits[top]} row {cl.keys[anchor][1]}"
                         + (f" (id {cl.ids[anchor]})" if cl.ids[anchor] else "") + f", Jaccard {jac:.2f}",
-                        None, cl.ids[pos]))
+                        None, cl.ids[pos], partner_row=cl.keys[anchor][1], partner_id=cl.ids[anchor],
+                        score=round(jac, 6)))
         if self.contract.options("leakage").get("semantic"):
             from gate.data.checks.semantic_duplicate import embedding_memo, semantic_leaks
 

@@ -9,7 +9,8 @@ reaches the threshold, `chain` drops the whole closure. Findings carry the same 
 (partner_row, partner_id, score = that pair's cosine, cluster_id, cluster_size) and no text.
 
 Work other checks do is not repeated: exact copies (same normalised digest) are left to `exact_duplicate`, and a
-drop whose pair already reaches near_duplicate's Jaccard threshold is left to `near_duplicate` when it runs too.
+drop whose pair already reaches near_duplicate's Jaccard threshold is left to `near_duplicate` when it reported that
+row in the same run (its LSH may miss a pair: a row is left only to a check that did report it).
 
 Opt-in: the model costs ~90 MB and ~3-6 ms of CPU a row, so the check runs only with
 `checks.semantic_duplicate.enabled: true`; when the model wheel is absent it is skipped with one line saying how to
@@ -115,6 +116,7 @@ class SemanticDuplicateCheck(Check):
     finding_fields = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")
     version = "1"
     fields = ("id", "messages")
+    defers_to = ("near_duplicate",)  # rows near_duplicate reported, whose pair reaches its Jaccard threshold
     options_schema = check_options({
         "enabled": {"type": "boolean"},
         "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
@@ -122,19 +124,23 @@ class SemanticDuplicateCheck(Check):
         "exact_max": {"type": "integer", "minimum": 2},
     })
 
-    def __init__(self, contract: Contract) -> None:
-        super().__init__(contract)
+    @classmethod
+    def skip_reason(cls, contract: Contract) -> str | None:
+        """Opt-in, and only with the model wheel installed (located only; the model loads in the first map)."""
         from gate.embed.model import ModelMissing, model_zip
 
-        enabled, self.threshold, self.keep, self.exact_max = semantic_options(contract)
-        self.not_run: str | None = None
-        if not enabled:
-            self.not_run = "not enabled (set checks.semantic_duplicate.enabled: true in the contract)"
-        else:
-            try:
-                model_zip()  # locates the wheel only; the model loads in the first map
-            except ModelMissing as exc:
-                self.not_run = f"not run: {exc}"
+        if not semantic_options(contract)[0]:
+            return "not enabled (set checks.semantic_duplicate.enabled: true in the contract)"
+        try:
+            model_zip()
+        except ModelMissing as exc:
+            return f"not run: {exc}"
+        return None
+
+    def __init__(self, contract: Contract) -> None:
+        super().__init__(contract)
+        _, self.threshold, self.keep, self.exact_max = semantic_options(contract)
+        self.not_run: str | None = self.skip_reason(contract)
         self._splits: list[str] = []
         self._rows: list[tuple[int, int, str | None, bytes, str]] = []  # (split index, line, id, digest, text)
         self._emb: list[np.ndarray] = []
@@ -177,7 +183,7 @@ class SemanticDuplicateCheck(Check):
         emb = np.concatenate(self._emb)
         self._emb.clear()
         near = None
-        if self.peers is not None and "near_duplicate" in self.peers:
+        if "near_duplicate" in self.handed:
             near = neardup_config(self.contract)
         drops, pairs, clusters = semantic_drops(emb, [r[0] for r in self._rows], [r[3] for r in self._rows],
                                                 self.threshold, self.keep, self.exact_max)
@@ -189,7 +195,8 @@ class SemanticDuplicateCheck(Check):
     def _drop(self, i: int, p: int, k: int, score: float, size: int, near: Any) -> None:
         s, line, rid, _, text = self._rows[i]
         _, p_line, p_id, _, p_text = self._rows[p]
-        if near is not None and exact_pair_jaccard(text, p_text, near) >= near.threshold:
+        if (near is not None and self.reported_by("near_duplicate", self._splits[s], line)
+                and exact_pair_jaccard(text, p_text, near) >= near.threshold):
             self.counts["left_to_near_duplicate"] += 1
             return
         cluster_id = f"{self._splits[s]}:{self._rows[k][1]}"

@@ -45,6 +45,12 @@ class TemplateCheck(Check):
         "control_tokens": {"type": "boolean"},
     })
 
+    @classmethod
+    def skip_reason(cls, contract: Contract) -> str | None:
+        if contract.tokenizer is None:
+            return "no tokenizer configured (the contract's `tokenizer:` or `--tokenizer PATH`)"
+        return None
+
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
         self._auditor: Any = None
@@ -132,9 +138,10 @@ class TemplateCheck(Check):
 
     def result(self) -> CheckResult:
         res = super().result()
-        if self._auditor is None:
+        reason = self.skip_reason(self.contract)
+        if reason:
             res.status = "skipped"
-            res.summary = "no tokenizer configured (the contract's `tokenizer:` or `--tokenizer PATH`)"
+            res.summary = reason
         else:
             res.summary = (f"{res.errors} finding(s) in {self.flagged_rows()} of {self.counts.get('scanned', 0)} "
                            f"rows (allowed: {self.contract.threshold(self.name)}); "
