@@ -49,7 +49,15 @@ def list_jobs(cfg: ServiceConfig, *, status: str | None = None, limit: int = 100
 
 def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """Runs one job with the core's use cases (the CLI's own, which print nothing); returns (exit code, result
-    summary)."""
+    summary). Every file the job reads, at any depth (a split symlinked out of a dataset directory, a contract's
+    evaluation set, a scorecard's suite), stays under the service's roots or its uploads (gate.io.confine)."""
+    from gate.io.confine import use_roots
+
+    with use_roots([*cfg.roots, cfg.uploads_dir]):
+        return _execute(cfg, job)
+
+
+def _execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     p = job["params"]
     out = job["report_dir"]
     if job["kind"] == "check":
