@@ -11,7 +11,9 @@ Where the root is, in order:
 2. `GATE_ROOT` (one directory, or several separated by the OS path separator): an explicit override;
 3. the git work tree that holds the file making the reference (its nearest ancestor with a `.git` entry, found on
    the path as written, before any symlink is followed);
-4. outside any git work tree: the working directory, and the referencing file's own directory.
+4. outside any git work tree (a loose copy, a temporary directory): the working directory, and the directory
+   above the referencing file's directory (so `contracts/` and `scorecards/` side by side may name each other,
+   and a dataset directory's siblings are readable, but nothing further up).
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ def roots_for(anchor: str | Path) -> tuple[Path, ...]:
         return (top.resolve(),)
     a = Path(os.path.abspath(anchor))
     own = a if a.is_dir() else a.parent
-    return (Path.cwd().resolve(), own.resolve())
+    tree = own.parent if own.parent != own.parent.parent else own  # never the file system's root
+    return (Path.cwd().resolve(), tree.resolve())
 
 
 def confine(path: str | Path, *, anchor: str | Path, what: str = "file") -> Path:

@@ -273,6 +273,8 @@ def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK
                     data = stream.read(chunk_bytes)
                 except (OSError, EOFError) as exc:
                     raise InputError(f"cannot decompress ({_one_line(exc)})", file=src.display, line=line_no) from None
+                except MemoryError:  # a memory limit reached (a service job's worker): not a corrupt file
+                    raise
                 except Exception as exc:  # zstandard raises its own ZstdError
                     raise InputError(f"cannot decompress ({_one_line(exc)})", file=src.display, line=line_no) from None
                 if not data:

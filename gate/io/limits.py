@@ -33,8 +33,8 @@ class Limits:
     #: compresses 4-20x; gzip's ceiling is ~1000x, reached only by degenerate input such as `{}` rows or newlines)
     max_compression_ratio: int = 100
     ratio_floor_bytes: int = 1 * MIB
-    #: bytes of one JSON Lines line
-    max_line_bytes: int = 16 * MIB
+    #: bytes of one JSON Lines line (a 50 MB row is still read, and reported as too long by the length check)
+    max_line_bytes: int = 64 * MIB
     #: lines (JSON Lines) or rows (Parquet, Arrow) of one split file
     max_rows_per_file: int = 20_000_000
     #: bytes of one contract, scorecard or spec YAML

@@ -69,13 +69,13 @@ def test_decompressed_bytes_cap_overridable(tmp_path: Path) -> None:
 
 
 def test_long_line_default_cap_and_override(tmp_path: Path) -> None:
-    """One line over the default (16 MiB; it was 256 MiB, so a 200 MB line ran for minutes in GBs)."""
+    """One line over the default (64 MiB; it was 256 MiB, so a 200 MB line ran for minutes in GBs)."""
     from gate.io.limits import Limits
 
-    assert Limits().max_line_bytes <= 16 << 20
+    assert Limits().max_line_bytes <= 64 << 20
     data = tmp_path / "ds" / "train.jsonl"
     data.parent.mkdir()
-    data.write_bytes(b'{"id": "' + b"x" * ((16 << 20) + 10) + b'"}\n')
+    data.write_bytes(b'{"id": "' + b"x" * ((64 << 20) + 10) + b'"}\n')
     code, text, s = _check(tmp_path, data.parent)
     _one_line_refusal(code, text, s, "train.jsonl:1", "max_line_bytes")
     write_jsonl(tmp_path / "ds2" / "train.jsonl", [triage_row(0, text="y" * 5000)])
