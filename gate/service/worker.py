@@ -74,10 +74,25 @@ def _on_xcpu(signum: int, frame: Any) -> None:
     raise _CpuLimit
 
 
+def _die_with_parent() -> None:
+    """A service killed with -9 must not leave its worker running a job (and writing that job's reports) while the
+    restarted service runs the same job again: Linux kills the worker when the service dies."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the worker ends when its pipe to the service closes
+        pass
+
+
 def _init(memory_bytes: int, cpu_seconds: int) -> None:
     """In the worker, once: the heavy modules first (the limit is on what a job adds), then the limits."""
     global _cpu_seconds, _memory_bytes
     import importlib
+
+    _die_with_parent()
 
     for name in _WARM:
         try:
