@@ -167,6 +167,7 @@ def test_root_override_by_environment(repo: Path, monkeypatch: pytest.MonkeyPatc
     assert load_contract(p).evaluation_sets == (str((repo.parent / "outside" / "eval.jsonl").resolve()),)
 
 
+@pytest.mark.slow  # the job runs in the service's worker process, which imports the check stack first
 def test_service_job_reads_no_symlink_below_the_top_level(tmp_path: Path) -> None:
     """`gate serve`: the dataset directory is under a root, but a split inside it links outside; the job fails
     with the one line, and nothing of the outside file reaches the record."""
