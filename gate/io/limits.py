@@ -40,7 +40,7 @@ class Limits:
     #: bytes of one contract, scorecard or spec YAML
     max_yaml_bytes: int = 4 * MIB
     #: findings per check written into report.json and junit.xml (all of them still go to DuckDB)
-    max_report_findings: int = 1000
+    max_report_findings: int = 10_000
 
 
 _current: ContextVar[Limits | None] = ContextVar("gate_limits", default=None)
