@@ -281,7 +281,7 @@ def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK
                     break
                 if not plain:
                     inflated += len(data)
-                    _check_inflation(src, inflated, hashing.nbytes, lim, line_no)
+                    limits.check_inflation(src.display, inflated, hashing.nbytes, line_no, lim)
                 buf = pending + data if pending else data
                 cut = buf.rfind(b"\n")
                 if cut < 0:
@@ -320,17 +320,6 @@ def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK
     stats.sha256 = digest.hexdigest()
     if not seen_content:
         raise InputError("file is empty (no rows)", file=src.display)
-
-
-def _check_inflation(src: SplitSource, inflated: int, stored: int, lim: limits.Limits, line_no: int) -> None:
-    """A compressed split that inflates past the byte limit, or by more than the ratio limit, is a bomb."""
-    if inflated > lim.max_decompressed_bytes:
-        raise InputError(f"inflates to more than {_size(lim.max_decompressed_bytes)} (limit max_decompressed_bytes)",
-                         file=src.display, line=line_no)
-    if inflated > lim.ratio_floor_bytes and inflated > lim.max_compression_ratio * max(stored, 1):
-        raise InputError(f"inflates more than {lim.max_compression_ratio}x ({stored:,} stored bytes to over "
-                         f"{inflated:,}; limit max_compression_ratio): a decompression bomb?", file=src.display,
-                         line=line_no)
 
 
 def _hash_files(paths: list[Path]) -> tuple[str, int]:

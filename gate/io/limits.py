@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from gate.errors import GateError
+from gate.errors import GateError, InputError
 
 MIB = 1 << 20
 
@@ -99,3 +99,20 @@ def override(**values: int) -> Iterator[Limits]:
         yield _current.get()  # type: ignore[misc]
     finally:
         _current.reset(token)
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= MIB and n % MIB == 0 else f"{n:,} bytes"
+
+
+def check_inflation(file: str, inflated: int, stored: int, line: int | None = None,
+                    lim: Limits | None = None) -> None:
+    """Every reader of a compressed split calls this as the bytes arrive: one that inflates past
+    `max_decompressed_bytes`, or by more than `max_compression_ratio` once past `ratio_floor_bytes`, is a bomb."""
+    lim = lim or current()
+    if inflated > lim.max_decompressed_bytes:
+        raise InputError(f"inflates to more than {_size(lim.max_decompressed_bytes)} (limit max_decompressed_bytes)",
+                         file=file, line=line)
+    if inflated > lim.ratio_floor_bytes and inflated > lim.max_compression_ratio * max(stored, 1):
+        raise InputError(f"inflates more than {lim.max_compression_ratio}x ({stored:,} stored bytes to over "
+                         f"{inflated:,}; limit max_compression_ratio): a decompression bomb?", file=file, line=line)

@@ -156,3 +156,20 @@ def test_safe_patterns_still_load(tmp_path: Path) -> None:
     raw["refusal"]["when_user_matches"] = [r"\b(password|credit card)\b", r"^[a-z]+(-[a-z0-9]+)*$"]
     raw["fields"]["customer"]["pattern"] = r"^cus-[0-9]{5}$"
     load_contract(_contract(tmp_path, **raw))
+
+
+def test_index_readers_refuse_the_bomb_too(tmp_path: Path) -> None:
+    """`--base` / `--changed-since` read splits through gate.index.lines: the same ceilings apply there."""
+    from gate.errors import InputError
+    from gate.index.lines import current_lines, line_blocks
+    from gate.io.dataset import discover
+
+    bomb = tmp_path / "ds" / "train.jsonl.gz"
+    bomb.parent.mkdir()
+    bomb.write_bytes(gzip.compress(b"{}\n" * 1_000_000, 9))
+    src = discover(bomb.parent)[0]
+    for read in (lambda: current_lines(src), lambda: list(line_blocks(src))):
+        t0 = time.monotonic()
+        with pytest.raises(InputError, match="max_compression_ratio"):
+            read()
+        assert time.monotonic() - t0 < 5
