@@ -175,6 +175,9 @@ def discover(path: str | Path) -> list[SplitSource]:
             raise InputError("not a Hugging Face DatasetDict ('splits' must be a list of split directory names)",
                              file=str(p / "dataset_dict.json"))
         for s in splits:
+            if "\x00" in s:
+                raise InputError("not a Hugging Face DatasetDict (a split name contains a NUL byte)",
+                                 file=str(p / "dataset_dict.json"))
             confine(p / s, anchor=p, what="dataset split directory")
         return sorted((SplitSource(s, p / s, "hf") for s in splits), key=lambda s: _split_sort_key(s.split))
     if (p / "state.json").is_file() and any(p.glob("*.arrow")):
@@ -373,8 +376,8 @@ def _hf_data_files(src: SplitSource) -> list[Path]:
     try:
         files = json.loads(state.read_text(encoding="utf-8"))["_data_files"]
         names = [f["filename"] for f in files]
-        if not all(isinstance(n, str) and n for n in names):
-            raise TypeError("a filename is not a string")
+        if not all(isinstance(n, str) and n and "\x00" not in n for n in names):
+            raise TypeError("a filename is not a string, or holds a NUL byte")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"not a Hugging Face save_to_disk split ({_one_line(exc)})", file=str(state)) from None
     out = []
