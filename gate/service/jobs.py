@@ -59,7 +59,10 @@ def default_worker(cfg: ServiceConfig) -> Any:
     key = (cfg.job_memory_bytes, cfg.job_cpu_seconds)
     with _default_lock:
         if key not in _default_workers:
+            import atexit
+
             _default_workers[key] = CheckWorker(*key)
+            atexit.register(_default_workers[key].close)  # before the interpreter tears the pool's modules down
         return _default_workers[key]
 
 
