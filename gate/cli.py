@@ -5,6 +5,7 @@ Heavy modules are imported inside the commands, so `gate --help` answers at once
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 from enum import StrEnum
@@ -123,10 +124,17 @@ def check(
                                                              "tree's contract even where it loosens the base's (a "
                                                              "reviewed change; CI passes it only on a maintainer's "
                                                              "approval, docs/security.md).")] = False,
+    limit: Annotated[list[str] | None, typer.Option("--limit", metavar="NAME=N",
+                                                    help="Raise or lower a ceiling on the work one input may "
+                                                         "cause (repeatable; names and defaults in "
+                                                         "docs/security.md, e.g. max_line_bytes=67108864) "
+                                                         "[env GATE_LIMIT_<NAME>].")] = None,
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
+    from gate.io import limits
 
+    limits.set_for_command(limits.parse_overrides(limit or []))  # for this command only (see main)
     code = run_check_command(dataset=str(dataset), contract_path=str(contract), report_dir=str(report_dir),
                              checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
                              db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
@@ -818,7 +826,8 @@ def scorecard_lint(
 def main() -> None:
     """Entry point: maps every failure to its exit code and one line, never a traceback."""
     try:
-        rc = app(standalone_mode=False)
+        # a fresh context per command: what one sets for itself (gate.io.limits) ends with it, in-process too
+        rc = contextvars.copy_context().run(app, standalone_mode=False)
     except GateError as exc:
         typer.echo(f"gate: error: {exc}", err=True)
         sys.exit(ExitCode.ERROR)

@@ -272,9 +272,16 @@ def _not_a_mapping(value: Any, schema: dict[str, Any], path: Sequence[Any]) -> s
 def read(path: Path, *, what: str, error: type[GateError], not_found: str | None = None) -> YamlDoc:
     """Reads `path` as one YAML mapping; `what` names the kind of file in messages ("a contract must be a YAML
     mapping"). Every problem, from a missing file to a duplicate key, is one `error` naming the file and line."""
+    from gate.io.limits import current
+
     file = str(path)
+    cap = current().max_yaml_bytes
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:  # read at most one byte past the cap: a 60 MB YAML is refused, not parsed
+            raw = fh.read(cap + 1)
+        if len(raw) > cap:
+            raise error(f"{what} is larger than {cap:,} bytes (limit max_yaml_bytes)", file=file)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise error(not_found or f"{what} file not found", file=file) from None
     except UnicodeDecodeError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 from gate import yamlio
 from gate.contract import schemas
 from gate.contract.meta import contract_schema
-from gate.errors import ContractError
+from gate.errors import ContractError, GateError
 from gate.names import CHECK_NAMES
 
 
@@ -134,8 +135,8 @@ def _load_contract(p: Path) -> Contract:
     text = data.get("text") or {}
     thresholds = data.get("thresholds") or {}
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    evaluation_sets = tuple(str((p.parent / s).resolve()) if not Path(s).is_absolute() else s
-                            for s in data.get("evaluation_sets", []))
+    evaluation_sets = tuple(_inside(p, s, "evaluation set", fail, ["evaluation_sets", i])
+                            for i, s in enumerate(data.get("evaluation_sets", [])))
     return Contract(
         path=str(p), name=data["name"], version=str(data["version"]),
         sha256=hashlib.sha256(canonical.encode()).hexdigest(), raw=_freeze(data),
@@ -162,8 +163,23 @@ def _load_contract(p: Path) -> Contract:
         max_findings=_freeze(thresholds.get("max_findings") or {}),
         check_options=_freeze(data.get("checks") or {}),
         evaluation_sets=evaluation_sets,
-        tokenizer=_tokenizer(data, p),
+        tokenizer=_tokenizer(data, p, fail),
     )
+
+
+def _inside(p: Path, ref: str, what: str, fail: Any, fpath: list[Any]) -> str:
+    """A file the contract names, resolved relative to the contract and confined to its repository
+    (gate.io.confine): a contract cannot make gate read outside it. A reference to nothing is kept as resolved:
+    the check that reads it says it is missing, and confines it again then (gate.data.evalsets)."""
+    from gate.io.confine import confine
+
+    target = p.parent / ref
+    if not os.path.lexists(target):
+        return str(target.resolve())
+    try:
+        return str(confine(target, anchor=p, what=what))
+    except GateError as exc:
+        raise fail(exc.message, fpath) from None
 
 
 def _check_regex(rx: str, fpath: list[Any], fail: Any) -> None:
@@ -178,6 +194,11 @@ def _check_regex(rx: str, fpath: list[Any], fail: Any) -> None:
         raise fail(f"ambiguous regular expression ({exc}); escape the character", fpath) from None
     except re.error as exc:
         raise fail(f"invalid regular expression: {exc}", fpath) from None
+    from gate.contract.redos import problem
+
+    why = problem(rx)
+    if why:
+        raise fail(f"regular expression refused: {why}", fpath)
 
 
 def _check_schema(schema: dict[str, Any], fpath: list[Any], fail: Any) -> None:
@@ -244,14 +265,16 @@ def _check_references(data: dict[str, Any], declared: set[str], fail: Any) -> No
         raise fail("sources are listed but no 'source' field is declared", ["sources"])
 
 
-def _tokenizer(data: dict[str, Any], p: Path) -> TokenizerRef | None:
-    """A relative path that exists next to the contract is taken from there; else it may be a cache id."""
+def _tokenizer(data: dict[str, Any], p: Path, fail: Any) -> TokenizerRef | None:
+    """A relative path that exists next to the contract is taken from there; else it may be a cache id. A path
+    that names a file (absolute, `./`, `../`, or present next to the contract) is confined to the repository."""
     tok = data.get("tokenizer")
     if not tok:
         return None
     tok_path = tok["path"]
-    if not Path(tok_path).is_absolute() and (p.parent / tok_path).exists():
-        tok_path = str((p.parent / tok_path).resolve())
+    local = Path(tok_path).is_absolute() or tok_path.startswith(".") or os.path.lexists(p.parent / tok_path)
+    if local:
+        tok_path = _inside(p, tok_path, "tokenizer", fail, ["tokenizer", "path"])
     return TokenizerRef(path=tok_path, revision=tok.get("revision"))
 
 

@@ -284,6 +284,11 @@ def _pattern_ok(pattern: str, path: list[Any], python_too: bool) -> None:
         ecma_regex(pattern)
     except SchemaProblem as exc:
         raise SchemaProblem(exc.message, path) from None
+    from gate.contract.redos import problem
+
+    why = problem(pattern)  # regress backtracks: a pattern that can blow up on one string is refused here
+    if why:
+        raise SchemaProblem(f"pattern {pattern[:60]!r} refused: {why}", path)
     if python_too:
         try:
             re.compile(pattern)

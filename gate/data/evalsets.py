@@ -46,11 +46,16 @@ def item_text(obj: dict[str, Any]) -> str:
     return "\x1e".join(parts)  # message boundaries: contamination n-grams never span them
 
 
-def load_eval_items(paths: tuple[str, ...]) -> list[EvalItem]:
-    """Every item of the named JSONL files; a bad line is one InputError naming file and line (gate.io.rows)."""
+def load_eval_items(paths: tuple[str, ...], anchor: str | None = None) -> list[EvalItem]:
+    """Every item of the named JSONL files; a bad line is one InputError naming file and line (gate.io.rows).
+    `anchor`: the contract that names them; each file is confined to its repository (gate.io.confine) when read."""
     items: list[EvalItem] = []
     for path in paths:
         p = Path(path)
+        if anchor is not None:
+            from gate.io.confine import confine
+
+            confine(p, anchor=anchor, what="evaluation set")
         try:
             raw = p.read_bytes()
         except OSError as exc:

@@ -49,16 +49,30 @@ class LineTable:
 
 
 def decode(raw: bytes, fmt: str, where: str) -> bytes:
+    """The decompressed bytes, read piece by piece under the inflation limits (gate.io.limits): a bomb is refused
+    after a few MiB, not inflated whole."""
+    import io
+
+    from gate.io.limits import check_inflation
+
+    if fmt not in ("jsonl.gz", "jsonl.zst"):
+        return raw
     try:
         if fmt == "jsonl.gz":
-            return gzip.decompress(raw)
-        if fmt == "jsonl.zst":
+            stream: Any = gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb")
+        else:
             import zstandard
 
-            return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read()
+            stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        out = bytearray()
+        while piece := stream.read(4 << 20):
+            out += piece
+            check_inflation(where, len(out), len(raw))
+        return bytes(out)
+    except InputError:
+        raise
     except Exception as exc:  # gzip/zstandard raise their own error types
         raise InputError(f"cannot decompress ({exc})", file=where) from None
-    return raw
 
 
 _WS = np.zeros(256, dtype=bool)
@@ -188,6 +202,10 @@ def line_blocks(src: SplitSource, raw_sink: Callable[[bytes], None] | None = Non
         stream = _open_stream(src)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", file=src.display) from None
+    from gate.io.limits import check_inflation, current
+
+    lim = current()
+    stored = src.path.stat().st_size if src.format != "jsonl" else 0
     with stream:
         carry, offset, line_base, eof = b"", 0, 0, False
         while not eof:
@@ -198,6 +216,11 @@ def line_blocks(src: SplitSource, raw_sink: Callable[[bytes], None] | None = Non
             except Exception as exc:  # gzip/zstandard raise their own error types
                 raise InputError(f"cannot decompress ({exc})", file=src.display) from None
             eof = not chunk
+            if stored:  # a compressed split: bounded like the dataset reader's (gate.io.limits)
+                check_inflation(src.display, offset + len(carry) + len(chunk), stored, lim=lim)
+            if len(carry) > lim.max_line_bytes:
+                raise InputError(f"line is longer than {lim.max_line_bytes:,} bytes (limit max_line_bytes)",
+                                 file=src.display, line=line_base + 1)
             if raw_sink is not None and chunk:
                 raw_sink(chunk)
             data = carry + chunk

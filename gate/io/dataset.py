@@ -19,6 +19,8 @@ from typing import Any, BinaryIO
 
 from gate import install_hint
 from gate.errors import InputError
+from gate.io import limits
+from gate.io.confine import confine
 
 #: The one list of the file name endings the reader takes as a split, and the format each is read as. Everything
 #: that asks "is this file data?" (`--changed-since`, `--base`, the index) asks `is_dataset_file`, which uses this
@@ -34,7 +36,6 @@ HF_SUFFIXES = (".arrow",)
 DATA_SUFFIXES = (*SPLIT_FORMATS, *HF_SUFFIXES)
 SPLIT_ORDER = ("train", "training", "val", "valid", "validation", "dev", "test", "eval")
 CHUNK_BYTES = 4 << 20
-DEFAULT_MAX_LINE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ def discover(path: str | Path) -> list[SplitSource]:
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or directory", file=str(p))
+    confine(p, anchor=p, what="dataset")
     if p.is_file():
         fmt = _format_of(p)
         if fmt is None:
@@ -172,6 +174,11 @@ def discover(path: str | Path) -> list[SplitSource]:
         if not isinstance(splits, list) or not all(isinstance(s, str) and s and Path(s).name == s for s in splits):
             raise InputError("not a Hugging Face DatasetDict ('splits' must be a list of split directory names)",
                              file=str(p / "dataset_dict.json"))
+        for s in splits:
+            if "\x00" in s:
+                raise InputError("not a Hugging Face DatasetDict (a split name contains a NUL byte)",
+                                 file=str(p / "dataset_dict.json"))
+            confine(p / s, anchor=p, what="dataset split directory")
         return sorted((SplitSource(s, p / s, "hf") for s in splits), key=lambda s: _split_sort_key(s.split))
     if (p / "state.json").is_file() and any(p.glob("*.arrow")):
         return [SplitSource("train", p, "hf")]
@@ -182,6 +189,7 @@ def discover(path: str | Path) -> list[SplitSource]:
         # (MANIFEST.json, FAULTS.json, a report), not a split
         if fmt is None or child.name.endswith(".json"):
             continue
+        confine(child, anchor=p, what="dataset file")  # a committed symlink out of the repository is refused
         split = _split_name(child)
         if split in found:
             raise InputError(f"split '{split}' is stored twice ({found[split].path.name} and {child.name})",
@@ -229,9 +237,20 @@ def _open_text_stream(src: SplitSource, digest: Any) -> tuple[BinaryIO, _Hashing
     return buffered, hashing
 
 
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n:,} bytes"
+
+
 def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK_BYTES,
-                max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, batch_rows: int = 4096) -> Iterator[Chunk]:
-    """Streams one split as chunks; fills `stats` (rows, bytes, sha256) once the split is read to its end."""
+                max_line_bytes: int | None = None, batch_rows: int = 4096) -> Iterator[Chunk]:
+    """Streams one split as chunks; fills `stats` (rows, bytes, sha256) once the split is read to its end.
+
+    Bounded on any input (gate.io.limits): the inflated size and inflation ratio of a compressed file, the length
+    of a line and the number of lines are checked as the bytes arrive, so a decompression bomb or a file of
+    millions of empty rows is refused with one line in seconds instead of being read into memory."""
+    lim = limits.current()
+    if max_line_bytes is None:
+        max_line_bytes = lim.max_line_bytes
     if src.format == "parquet":
         yield from _iter_parquet(src, stats, batch_rows)
         return
@@ -249,6 +268,7 @@ def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK
     plain = src.format == "jsonl"
     path = str(src.path) if plain else None
     seen_content = False
+    inflated = 0
     try:
         with stream:
             while True:
@@ -256,19 +276,36 @@ def iter_chunks(src: SplitSource, stats: SplitStats, *, chunk_bytes: int = CHUNK
                     data = stream.read(chunk_bytes)
                 except (OSError, EOFError) as exc:
                     raise InputError(f"cannot decompress ({_one_line(exc)})", file=src.display, line=line_no) from None
+                except MemoryError:  # a memory limit reached (a service job's worker): not a corrupt file
+                    raise
                 except Exception as exc:  # zstandard raises its own ZstdError
                     raise InputError(f"cannot decompress ({_one_line(exc)})", file=src.display, line=line_no) from None
                 if not data:
                     break
+                if not plain:
+                    inflated += len(data)
+                    limits.check_inflation(src.display, inflated, hashing.nbytes, line_no, lim)
                 buf = pending + data if pending else data
                 cut = buf.rfind(b"\n")
                 if cut < 0:
                     if len(buf) > max_line_bytes:
-                        raise InputError(f"line is longer than {max_line_bytes >> 20} MiB", file=src.display,
-                                         line=line_no)
+                        raise InputError(f"line is longer than {_size(max_line_bytes)} (limit max_line_bytes)",
+                                         file=src.display, line=line_no)
                     pending = buf
                     continue
                 blob, pending = buf[: cut + 1], buf[cut + 1:]
+                if len(blob) > max_line_bytes:  # rare at the default: only then can a whole line be too long
+                    lengths = [len(x) for x in blob.split(b"\n")]
+                    if max(lengths) > max_line_bytes:
+                        raise InputError(f"line is longer than {_size(max_line_bytes)} (limit max_line_bytes)",
+                                         file=src.display,
+                                         line=line_no + next(i for i, n in enumerate(lengths) if n > max_line_bytes))
+                if len(pending) > max_line_bytes:
+                    raise InputError(f"line is longer than {_size(max_line_bytes)} (limit max_line_bytes)",
+                                     file=src.display, line=line_no + blob.count(b"\n"))
+                if line_no + blob.count(b"\n") > lim.max_rows_per_file + 1:
+                    raise InputError(f"more than {lim.max_rows_per_file:,} lines (limit max_rows_per_file)",
+                                     file=src.display, line=lim.max_rows_per_file + 1)
                 at, pending_at = pending_at, pending_at + cut + 1
                 if line_no == 1 and blob.startswith(b"\xef\xbb\xbf"):
                     blob, at = blob[3:], at + 3
@@ -312,6 +349,10 @@ def _iter_parquet(src: SplitSource, stats: SplitStats, batch_rows: int) -> Itera
         pf = pq.ParquetFile(src.path)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # corrupt metadata: column names not UTF-8
         raise InputError(f"not a readable Parquet file ({_one_line(exc)})", file=src.display) from None
+    cap = limits.current().max_rows_per_file
+    if pf.metadata.num_rows > cap:
+        raise InputError(f"more than {cap:,} rows ({pf.metadata.num_rows:,}; limit max_rows_per_file)",
+                         file=src.display)
     row = 1
     try:
         for batch in pf.iter_batches(batch_size=batch_rows):
@@ -326,6 +367,26 @@ def _iter_parquet(src: SplitSource, stats: SplitStats, batch_rows: int) -> Itera
         raise InputError("file is empty (no rows)", file=src.display)
 
 
+def _hf_data_files(src: SplitSource) -> list[Path]:
+    """The `.arrow` files `datasets.load_from_disk` will read for this split: the ones its `state.json` names,
+    each confined to the repository (a `state.json` naming `../../outside/x.arrow` is refused), in its order.
+    These, not whatever `.arrow` files lie in the directory, are what the fingerprint hashes."""
+    state = src.path / "state.json"
+    confine(state, anchor=src.path, what="Hugging Face state.json")
+    try:
+        files = json.loads(state.read_text(encoding="utf-8"))["_data_files"]
+        names = [f["filename"] for f in files]
+        if not all(isinstance(n, str) and n and "\x00" not in n for n in names):
+            raise TypeError("a filename is not a string, or holds a NUL byte")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"not a Hugging Face save_to_disk split ({_one_line(exc)})", file=str(state)) from None
+    out = []
+    for name in names:
+        confine(src.path / name, anchor=src.path, what=f"data file {name!r} named by state.json")
+        out.append(src.path / name)
+    return out
+
+
 def _iter_hf(src: SplitSource, stats: SplitStats, batch_rows: int) -> Iterator[Chunk]:
     """Reads a `save_to_disk` split through `datasets` itself, memory-mapped, batch by batch."""
     import os
@@ -337,10 +398,14 @@ def _iter_hf(src: SplitSource, stats: SplitStats, batch_rows: int) -> Iterator[C
     except ImportError:
         raise InputError(f"reading a Hugging Face datasets directory needs the 'hf' extra ({install_hint('hf')})",
                          file=src.display) from None
+    data_files = _hf_data_files(src)
     try:
         ds = datasets.load_from_disk(str(src.path))
     except Exception as exc:  # datasets raises a variety of errors for a broken directory
         raise InputError(f"cannot load with datasets.load_from_disk ({exc})", file=src.display) from None
+    cap = limits.current().max_rows_per_file
+    if ds.num_rows > cap:
+        raise InputError(f"more than {cap:,} rows ({ds.num_rows:,}; limit max_rows_per_file)", file=src.display)
     table = ds.with_format("arrow")
     row = 1
     for batch in table.iter(batch_size=batch_rows):
@@ -349,6 +414,6 @@ def _iter_hf(src: SplitSource, stats: SplitStats, batch_rows: int) -> Iterator[C
                 yield Chunk(src.split, src.display, row, batch=rb)
                 row += rb.num_rows
     stats.rows = row - 1
-    stats.sha256, stats.bytes = _hash_files(sorted(src.path.glob("*.arrow")))
+    stats.sha256, stats.bytes = _hash_files(data_files)
     if stats.rows == 0:
         raise InputError("split is empty (no rows)", file=src.display)

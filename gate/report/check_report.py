@@ -31,8 +31,16 @@ def sorted_findings(run: CheckRun, res: CheckResult) -> list[Finding]:
                                                f.row if f.row is not None else -1, f.field or "", f.rule))
 
 
-def to_json(run: CheckRun) -> dict[str, Any]:
-    return {
+def to_json(run: CheckRun, max_findings: int | None = None) -> dict[str, Any]:
+    """The report as JSON; at most `max_findings` findings per check (default: the `max_report_findings` limit,
+    gate.io.limits), the first in report order, with each check's count of those left out. DuckDB keeps them all:
+    a million-row file of bad rows must not become a quarter-gigabyte report."""
+    from gate.io.limits import current
+
+    cap = current().max_report_findings if max_findings is None else max_findings
+    kept = {r.name: sorted_findings(run, r)[:cap] for r in run.results}
+    omitted = {r.name: len(r.findings) - len(kept[r.name]) for r in run.results if len(r.findings) > cap}
+    out = {
         "schema": REPORT_SCHEMA,
         "gate_version": run.gate_version,
         "run_id": run.run_id,
@@ -47,9 +55,12 @@ def to_json(run: CheckRun) -> dict[str, Any]:
         "checks": [{"name": r.name, "version": r.version, "status": r.status, "counts": r.counts,
                     "summary": r.summary, "seconds": round(r.seconds, 4), "details": r.details}
                    for r in run.results],
-        "findings": [f.to_dict() for r in run.results for f in sorted_findings(run, r)],
+        "findings": [f.to_dict() for r in run.results for f in kept[r.name]],
         "timings": run.timings,
     }
+    if omitted:
+        out["findings_omitted"] = {"limit": cap, "by_check": omitted, "where": "all findings are in the DuckDB record"}
+    return out
 
 
 def incremental_line(run: CheckRun) -> str:

@@ -12,6 +12,7 @@ import difflib
 import hashlib
 import inspect
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,17 +184,27 @@ class _Refs:
         self.p = p
         self.fail = fail
 
-    def resolve(self, rel: str) -> Path:
+    def resolve(self, rel: str, fpath: list[Any] | None = None) -> Path:
         if "\x00" in rel:  # the OS refuses such a path with a bare ValueError
             raise ScorecardError(f"a file reference contains a NUL byte: {rel!r}", file=str(self.p))
-        q = Path(rel)
-        return q if q.is_absolute() else (self.p.parent / q).resolve()
+        from gate.io.confine import OutsideRoot, confine
+
+        target = self.p.parent / rel
+        if not os.path.lexists(target):  # nothing there: the caller says "not found"
+            return target.resolve()
+        try:  # confined to the scorecard's repository (gate.io.confine): a scorecard cannot read outside it
+            return confine(target, anchor=self.p, what="referenced file")
+        except OutsideRoot as exc:
+            if fpath is not None:
+                raise self.fail(exc.message, fpath) from None
+            raise ScorecardError(exc.message, file=str(self.p)) from None
 
     def contract_part(self, rel: str, fpath: list[Any]) -> Any:
         from gate.contract.model import load_contract
 
+        path = self.resolve(rel, fpath)
         try:
-            return load_contract(self.resolve(rel))
+            return load_contract(path)
         except GateError as exc:
             raise self.fail(f"contract reference: {exc}", fpath) from None
 
@@ -231,7 +242,7 @@ def _suites(data: dict[str, Any], refs: _Refs, load_suites: bool) -> tuple[set[s
         if s["name"] in names:
             raise fail(f"suite '{s['name']}' is declared twice", ["suites", i, "name"])
         names.add(s["name"])
-        sp = refs.resolve(s["path"])
+        sp = refs.resolve(s["path"], ["suites", i, "path"])
         if not sp.is_file():
             raise fail(f"suite file not found: {sp}", ["suites", i, "path"])
         if load_suites:
@@ -393,6 +404,10 @@ def _resolve_options(type_name: str, opts: dict[str, Any], tools: list[dict[str,
                 re.compile(pat)
             except re.error as exc:
                 raise fail(f"invalid regular expression: {exc}", "patterns") from None
+            from gate.contract.redos import problem
+
+            if why := problem(pat):
+                raise fail(f"regular expression refused: {why}", "patterns")
     return opts
 
 

@@ -26,6 +26,10 @@ class ServiceConfig:
     check_workers: int = 1  # processes per check job: the service shares its machine with the API
     max_attempts: int = 2  # a job interrupted by a restart is run again until this many attempts, then failed
     run_jobs: bool = True  # False: accept and queue jobs but do not run them (read-only replicas, API tests)
+    # a check job runs in a worker process: the memory it may add to the worker's own (RLIMIT_AS) and the CPU
+    # seconds it may use (RLIMIT_CPU); over either, the job fails with one line and the next one runs
+    job_memory_bytes: int = 8 * 1024 * MIB
+    job_cpu_seconds: int = 3600
 
     def __post_init__(self) -> None:
         if not self.roots:
@@ -38,8 +42,8 @@ class ServiceConfig:
             resolved.append(p.resolve())
         self.roots = resolved
         self.state_dir = Path(self.state_dir).resolve()
-        if self.max_body_bytes <= 0 or self.max_upload_bytes <= 0:
-            raise GateError("size limits must be positive")
+        if min(self.max_body_bytes, self.max_upload_bytes, self.job_memory_bytes, self.job_cpu_seconds) <= 0:
+            raise GateError("size and job limits must be positive")
 
     @property
     def jobs_dir(self) -> Path:
@@ -78,7 +82,8 @@ def load_config(path: str | Path, **overrides: Any) -> ServiceConfig:
         if key in data:
             data[key] = base / str(data[key]) if key == "state_dir" else str(base / str(data[key]))
     data.update({k: v for k, v in overrides.items() if v is not None})
-    for key in ("max_body_bytes", "max_upload_bytes", "check_workers", "max_attempts"):
+    for key in ("max_body_bytes", "max_upload_bytes", "check_workers", "max_attempts", "job_memory_bytes",
+                "job_cpu_seconds"):
         if key in data and not isinstance(data[key], int):
             raise GateError("expected an integer", file=str(p), field=key)
     return ServiceConfig(**data)

@@ -1,4 +1,5 @@
-"""Long work as jobs: queued in DuckDB, run one at a time by a worker thread inside the service process.
+"""Long work as jobs: queued in DuckDB, run one at a time by a worker thread of the service process; a check job's
+reading and checking runs in a worker process under memory and CPU limits (gate.service.worker).
 
 Why a thread in the service process and not a separate writer process: DuckDB lets one process write a file, and a
 reader in another process holds a shared lock that makes the writer's next connection fail; inside one process,
@@ -47,19 +48,61 @@ def list_jobs(cfg: ServiceConfig, *, status: str | None = None, limit: int = 100
     return store.list_jobs(cfg.db, status=status, limit=limit)
 
 
-def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+_default_workers: dict[tuple[int, int], Any] = {}
+_default_lock = threading.Lock()
+
+
+def default_worker(cfg: ServiceConfig) -> Any:
+    """The worker process check jobs run in when the caller has none of its own (gate.service.worker)."""
+    from gate.service.worker import CheckWorker
+
+    key = (cfg.job_memory_bytes, cfg.job_cpu_seconds)
+    with _default_lock:
+        if key not in _default_workers:
+            import atexit
+
+            _default_workers[key] = CheckWorker(*key)
+            atexit.register(_default_workers[key].close)  # before the interpreter tears the pool's modules down
+        return _default_workers[key]
+
+
+def execute(cfg: ServiceConfig, job: dict[str, Any], worker: Any = None,
+            stopping: threading.Event | None = None) -> tuple[int, dict[str, Any]]:
     """Runs one job with the core's use cases (the CLI's own, which print nothing); returns (exit code, result
-    summary)."""
+    summary). Every file the job reads, at any depth (a split symlinked out of a dataset directory, a contract's
+    evaluation set, a scorecard's suite), stays under the service's roots or its uploads (gate.io.confine)."""
+    from gate.io.confine import use_roots
+
+    roots = [*cfg.roots, cfg.uploads_dir]
+    if job["kind"] == "check":  # the data is read in a worker process under memory and CPU limits
+        return _check_in_worker(cfg, job, worker or default_worker(cfg), roots, stopping)
+    with use_roots(roots):
+        return _execute(cfg, job)
+
+
+def _check_in_worker(cfg: ServiceConfig, job: dict[str, Any], worker: Any, roots: list[Path],
+                     stopping: threading.Event | None) -> tuple[int, dict[str, Any]]:
+    """The check runs (and writes its reports) in the worker; the service records the run it returns, since the
+    service process is the one DuckDB writer."""
+    from gate.service.worker import JobLimitReached
+    from gate.store.db import db_path, record_check_run
+
+    kind, value, extra = worker.run(job["params"], job["report_dir"], roots, cfg.check_workers, stopping)
+    if kind == "crash":
+        log.error("job %s crashed:\n%s", job["job_id"], extra)
+    if kind in ("memory", "cpu"):
+        raise JobLimitReached(value)
+    if kind != "ok":
+        raise GateError(value)
+    code, run = value, extra
+    record_check_run(run, code, cfg.db)
+    run.options["db"] = db_path(cfg.db)
+    return code, {"run_id": run.run_id, "verdict": run.verdict, "rows": run.rows}
+
+
+def _execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     p = job["params"]
     out = job["report_dir"]
-    if job["kind"] == "check":
-        from gate.data.usecase import check_dataset
-
-        run, code = check_dataset(dataset=p["dataset"], contract_path=p["contract"], report_dir=out,
-                                  checks=p.get("checks"), db=cfg.db, record=True, workers=cfg.check_workers,
-                                  fail_on=p.get("fail_on", "error"), max_examples=p.get("max_examples", 10),
-                                  progress=False)
-        return code, {"run_id": run.run_id, "verdict": run.verdict, "rows": run.rows}
     if job["kind"] == "score":
         from gate.score.usecase import score_scorecard
 
@@ -84,14 +127,15 @@ def execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any
     raise GateError(f"unknown job kind {job['kind']!r}")
 
 
-def run_one(cfg: ServiceConfig, job: dict[str, Any], stopping: threading.Event | None = None) -> None:
+def run_one(cfg: ServiceConfig, job: dict[str, Any], stopping: threading.Event | None = None,
+            worker: Any = None) -> None:
     """Runs a claimed job and records its end; a bad input is a failed job with the one-line reason.
 
     A job that breaks while the service stops (its database connection closed under it) is not failed: it stays
     `running`, like one a crash interrupts, and the next start requeues it."""
     Path(job["report_dir"]).parent.mkdir(parents=True, exist_ok=True)
     try:
-        code, result = execute(cfg, job)
+        code, result = execute(cfg, job, worker, stopping)
     except Exception as exc:
         if stopping is not None and stopping.is_set():
             log.warning("job %s interrupted by the service stopping; it is requeued at the next start", job["job_id"])
@@ -119,6 +163,9 @@ class JobRunner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        from gate.service.worker import CheckWorker
+
+        self.worker = CheckWorker(cfg.job_memory_bytes, cfg.job_cpu_seconds)
 
     def start(self) -> None:
         for job_id, status in store.recover_interrupted(self.cfg.db, self.cfg.max_attempts):
@@ -135,6 +182,7 @@ class JobRunner:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.worker.close()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -147,4 +195,4 @@ class JobRunner:
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
                 continue
-            run_one(self.cfg, job, self._stop)
+            run_one(self.cfg, job, self._stop, self.worker)

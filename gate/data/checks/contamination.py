@@ -124,7 +124,7 @@ class ContaminationCheck(_ClusterCheck):
             raise GateError(f"unknown option(s) {sorted(unknown)} in checks.contamination (known: "
                             f"{sorted(OPTIONS)})", file=contract.path)
         self.opts = {**OPTIONS, **opts}
-        self._items = load_eval_items(contract.evaluation_sets)
+        self._items = load_eval_items(contract.evaluation_sets, contract.path)
         self._leaked_items: dict[tuple[str, str], int] = defaultdict(int)
         self._prompts: list[str] = []
 
