@@ -1,0 +1,81 @@
+"""Issue 29: values shaped like PII that, where they stand, identify nobody (found on GSM8K, Code Alpaca and
+GPTeacher rows). One test per mechanism; each also holds a true finding of the same kind, so a filter that
+simply silenced the entity would fail, and compares the fast path with the plain loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.pii import PiiConfig, scan_text, scan_texts
+
+pytest.importorskip("presidio_analyzer")
+
+
+def _found(texts: list[str], cfg: PiiConfig, entity: str) -> list[list[str]]:
+    """Per text, the values of `entity` hits; the batched path must agree with the plain one."""
+    fast = scan_texts(texts, cfg, workers=1)
+    assert fast == [scan_text(t, cfg) for t in texts]
+    return [[t[h.start:h.end] for h in hits if h.entity_type == entity] for t, hits in zip(texts, fast, strict=True)]
+
+
+def test_a_place_is_personal_only_where_it_locates_a_person(ner_cfg: PiiConfig) -> None:
+    """General knowledge ("The capital of France is Paris.") and a word-problem name the model reads as a place
+    ("Natalia") were LOCATION findings; a place that says where someone lives, goes or gets post still is."""
+    texts = [
+        "The capital of France is Paris.",
+        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.",
+        "I live in Berlin and my sister flew to Rome last week.",
+        "Please ship the replacement to 48 Willow Road, Leeds.",
+    ]
+    found = _found(texts, ner_cfg, "LOCATION")
+    assert found[:2] == [[], []], found
+    assert {"Berlin", "Rome"} <= set(found[2]) and "Leeds" in found[3], found
+
+
+def test_arithmetic_is_not_a_phone_number(pattern_cfg: PiiConfig) -> None:
+    """GSM8K's `60000 - 10800 = 49200` and its `<<60000-10800=49200>>` calculator notes were phone numbers."""
+    texts = ["So he keeps 60000 - 10800 = 49200 dollars.", "He has <<60000-10800=49200>>49200 left.",
+             "You can call me on (212) 867-5309 after 5pm, or +44 20 7946 0958."]
+    found = _found(texts, pattern_cfg, "PHONE_NUMBER")
+    assert found[:2] == [[], []], found
+    assert found[2] == ["(212) 867-5309", "+44 20 7946 0958"], found
+
+
+def test_a_street_address_never_spans_a_line_break(pattern_cfg: PiiConfig) -> None:
+    """`120\\nDon't Drive`: a number ending one line and a title starting the next read as a house number."""
+    texts = ["Speed limits:\n120\nDon't Drive faster on wet roads.", "Ship it to 221 Baker Street, please."]
+    assert _found(texts, pattern_cfg, "ADDRESS") == [[], ["221 Baker Street"]]
+
+
+def test_a_package_pinned_to_a_version_is_not_an_email(pattern_cfg: PiiConfig) -> None:
+    """`popper.js@1.16.1` inside a CDN link was an EMAIL_ADDRESS with score 1.0 (presidio asked tldextract about
+    the whole string, which found the host before the "/")."""
+    texts = ['<script src="https://cdn.jsdelivr.net/npm/popper.js@1.16.1/dist/umd/popper.min.js"></script>',
+             "Pin it with npm install lodash@4.17.21 first.",
+             "Write to maria.lopez@acme-corp.net or orders.desk42@example.net instead."]
+    found = _found(texts, pattern_cfg, "EMAIL_ADDRESS")
+    assert found == [[], [], ["maria.lopez@acme-corp.net", "orders.desk42@example.net"]], found
+
+
+def test_code_names_and_reserved_hosts_are_not_urls(pattern_cfg: PiiConfig) -> None:
+    """SQL `d.name`, `user.name` in code and `api.example.com` placeholders were URL findings; a page on a
+    domain someone owns still is, and so is a bare domain in prose."""
+    texts = ["SELECT d.name, e.salary FROM employees e JOIN departments d ON e.dept_id = d.id;",
+             "print(user.name)",
+             "Send a GET request to api.example.com or https://api.example.com/v1/users to fetch the data.",
+             "My portfolio is at https://portal.acme-corp.net/u/janedoe and janedoe.dev too."]
+    found = _found(texts, pattern_cfg, "URL")
+    assert found[:3] == [[], [], []], found
+    assert found[3] == ["https://portal.acme-corp.net/u/janedoe", "janedoe.dev"], found
+
+
+def test_title_case_labels_of_code_output_are_not_names(ner_cfg: PiiConfig) -> None:
+    """"Reversed String: olleh" (the labelled output of a code answer) was a PERSON; a name that signs a
+    message or labels a speaker is not made of dictionary words and stays one."""
+    texts = ["Original String: hello world\nReversed String: dlrow olleh",
+             "# Input String\nprint(s[::-1])",
+             "Best regards,\nJohn Smith",
+             "Priya Sharma: I will call you back tomorrow."]
+    found = _found(texts, ner_cfg, "PERSON")
+    assert found[:2] == [[], []], found
+    assert found[2:] == [["John Smith"], ["Priya Sharma"]], found
