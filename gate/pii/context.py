@@ -27,16 +27,19 @@ from urllib.parse import urlsplit
 
 # ------------------------------------------------------------------------------------------------------- places
 
-#: Words that make a place someone's: where they live, stay, go, come from, or get post.
-_LOCATING = re.compile(
-    r"(?i)\b(?:live[sd]?|living|lives|reside[sd]?|residing|resident|home(?:town)?|moved?|moving|relocat\w*|"
-    r"fl(?:y|ies|ew|own|ying|ights?)|travel\w*|trips?|visit\w*|stay(?:s|ed|ing)?|based|born|raised|grew\s+up|"
-    r"address\w*|ship(?:s|ped|ping)?|deliver\w*|parcel|sent|mail(?:ed)?|located|commut\w*|relocat\w*|"
-    r"(?:come|comes|came|coming|calling|writing|work(?:s|ed|ing)?)\s+(?:from|in|at)|"
+#: Words that make a place someone's address: where they live, moved to or get post, whoever "they" are.
+_RESIDING = re.compile(
+    r"(?i)\b(?:live[sd]?|living|reside[sd]?|residing|resident|home(?:town)?|based|born|raised|grew\s+up|"
+    r"moved?|moving|address\w*|ship(?:s|ped|ping)?|deliver\w*|parcel|sent|mail(?:ed)?|located|relocat\w*)\b")
+#: Words that place someone for a while: where they go or come from. In a story ("Sue travelled from New
+#: Orleans", every GSM8K problem) they locate nobody real, so they count only with the writer or reader in the
+#: clause (`_PERSONAL`): "my sister flew to Rome", "we came from Lyon".
+_MOVING = re.compile(
+    r"(?i)\b(?:fl(?:y|ies|ew|own|ying|ights?)|travel\w*|trips?|visit\w*|stay(?:s|ed|ing)?|"
+    r"commut\w*|(?:come|comes|came|coming|calling|writing|work(?:s|ed|ing)?)\s+(?:from|in|at)|"
     r"(?:heading|going|went|drive|drove|driving)\s+to)\b")
-#: A person in the clause, then a preposition right before the place: "we are a small team at X in Spain".
-_PERSONAL = re.compile(r"(?i)\b(?:I|I'm|I've|me|my|mine|we|we're|us|our|you|you're|your|he|him|his|she|her|they|"
-                       r"them|their)\b")
+#: The writer or the reader in the clause: support text speaks in the first and second person; stories do not.
+_PERSONAL = re.compile(r"(?i)\b(?:I|I'm|I've|me|my|mine|we|we're|us|our|you|you're|your)\b")
 _PREP_BEFORE = re.compile(r"(?i)\b(?:in|at|from|to|near|around|outside|into|of)\s*$")
 #: The place follows a street address or a postcode: "12 Oak Road, Leeds", "10115 Berlin".
 _AFTER_ADDRESS = re.compile(
@@ -61,15 +64,16 @@ def _clause_before(text: str, start: int) -> str:
 def locates_person(text: str, start: int, end: int) -> bool:
     """True when the place at `text[start:end]` says where a person is, lives, goes or gets post.
 
-    Evidence, all within the place's own sentence: a locating word before it ("live", "moved", "flew", "based",
-    "ship", "address", "came from"...); a personal pronoun in the clause and a preposition right before it ("we
-    are a team at Acme in Spain"); a street address or postcode right before it ("12 Oak Road, Leeds"); or
-    "where I live" right after it. General knowledge ("The capital of France is Paris.") has none of these.
+    Evidence, all within the place's own sentence: a residence word before it ("live", "moved", "based", "ship",
+    "address", "sent from"...); a travel word ("flew", "trip", "came from") or a preposition right before it,
+    with the writer or reader in the clause ("we are a team at Acme in Spain"); a street address or postcode
+    right before it ("12 Oak Road, Leeds"); or "where I live" right after it. General knowledge ("The capital of
+    France is Paris.") and third-person stories ("Sue travelled from New Orleans") have none of these.
     """
     before = _clause_before(text, start)
-    if _LOCATING.search(before) or _AFTER_ADDRESS.search(before):
+    if _RESIDING.search(before) or _AFTER_ADDRESS.search(before):
         return True
-    if _PREP_BEFORE.search(before) and _PERSONAL.search(before):
+    if (_MOVING.search(before) or _PREP_BEFORE.search(before)) and _PERSONAL.search(before):
         return True
     return bool(_WHERE_AFTER.match(text, end, min(len(text), end + 60)))
 
@@ -107,7 +111,10 @@ def not_an_email(value: str) -> bool:
 
 _OPERATOR_INSIDE = re.compile(r"\d\s+[-+*/×÷]\s+\d|\d\s*[*/×÷=]\s*\d")
 _OPERATOR_AFTER = re.compile(r"\s*[=+*/×÷]")
-_OPERATOR_BEFORE = re.compile(r"(?:[=+*/×÷]|<<)\s*$")
+_OPERATOR_BEFORE = re.compile(r"(?:[=+*/×÷]|<<|>>)\s*$")
+#: Words that say a number is a phone number; a bare digit run needs one of them before it.
+_PHONE_WORDS = re.compile(r"(?i)\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text|dial|number|"
+                          r"contact|reach)\b")
 
 
 def in_arithmetic(text: str, start: int, end: int) -> bool:
@@ -117,6 +124,21 @@ def in_arithmetic(text: str, start: int, end: int) -> bool:
     if _OPERATOR_INSIDE.search(text, start, end):
         return True
     return bool(_OPERATOR_AFTER.match(text, end) or _OPERATOR_BEFORE.search(text, max(0, start - 4), start))
+
+
+def not_a_phone_shape(text: str, start: int, end: int) -> bool:
+    """True when the phone-shaped `text[start:end]` is a plain number or a count: digits only (no "+",
+    bracket or separator: an amount, an id, a Unix time such as 1633972405) with no phone word ("call",
+    "phone", "mobile"...) in the 40 characters before, or digit groups none of which has three digits
+    ("1 2 3 4 5 6 7 8 9 10", a printed sequence). Every written phone number has a group of three or more, and
+    one written without any separator is announced as one."""
+    value = text[start:end]
+    groups = re.findall(r"\d+", value)
+    if max(map(len, groups), default=0) < 3:
+        return True
+    if value.isdigit():
+        return not _PHONE_WORDS.search(text, max(0, start - 40), start)
+    return False
 
 
 # --------------------------------------------------------------------------------------------------------- URLs
@@ -182,3 +204,22 @@ def label_not_a_name(text: str, start: int, end: int, lexicon: Callable[[], Call
     classify = lexicon()
     classes = [classify(w.lower()) for w in words]
     return len(words) >= 1 and all(classes) and any(set(c) - {"n"} for c in classes)
+
+
+#: What ties a lone given name to the writer or reader: an introduction, a greeting, a sign-off, a hand-over.
+_NAMING = re.compile(
+    r"(?i)(?:\bname\s*(?:is|:)|\b(?:I\s+am|I'm|this\s+is|it's|call\s+me|ask\s+for|speak\s+(?:to|with)|talk\s+to|"
+    r"contact|signed|regards|thanks|thank\s+you|cheers|best|sincerely|dear|hi|hello|hey|attn|from|to|cc)\b"
+    r"[\s,:!.\-]*)$")
+
+
+def lone_name(text: str, start: int, end: int) -> bool:
+    """True when the PERSON `text[start:end]` is one word (a given name alone) and nothing right before it ties
+    it to the writer or reader ("my name is", "I'm", "Hi", "Thanks,", "ask for", a sign-off on the line above).
+
+    A given name alone identifies nobody: the characters of word problems ("Natalia sold clips", every GSM8K
+    row) and stories are such names. Full names, and given names that introduce, greet or sign, are kept.
+    """
+    if any(c.isspace() for c in text[start:end]):
+        return False
+    return not _NAMING.search(text, max(0, start - 40), start)

@@ -318,7 +318,7 @@ def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfi
             return True  # the domain of an e-mail address
         if any(s <= start and end <= e for s, e in email_spans):
             return True
-        low = value.lower()
+        low = value.lower().strip("\"'`")  # presidio's span can hold the quotes around it: 'run.sh'
         if not low.startswith(("http://", "https://", "www.")) and "/" not in value and value.count(".") == 1:
             if low.rsplit(".", 1)[1] in config.url_file_suffixes:
                 return True  # main.py, install.sh
@@ -329,12 +329,14 @@ def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfi
         if entity_type == "LOCATION":
             return not context.locates_person(text, start, end)
         if entity_type == "PERSON":
-            return context.label_not_a_name(text, start, end, functools.partial(_lexicon, config))
+            return (context.lone_name(text, start, end)
+                    or context.label_not_a_name(text, start, end, functools.partial(_lexicon, config)))
         return False
     if entity_type == "PHONE_NUMBER":
         if not _phone_run(config.phone_min_digits).search(text, start, end):
             return True
-        return bool(_ID_PREFIX.search(text, max(0, start - 16), start)) or context.in_arithmetic(text, start, end)
+        return (bool(_ID_PREFIX.search(text, max(0, start - 16), start)) or context.in_arithmetic(text, start, end)
+                or context.not_a_phone_shape(text, start, end))
     if entity_type == "EMAIL_ADDRESS":
         return context.not_an_email(text[start:end])
     return False

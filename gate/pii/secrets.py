@@ -103,14 +103,17 @@ _SLOT_WORDS = frozenset({"your", "yours", "here", "example", "sample", "dummy", 
                          "replace", "enter", "todo", "fixme", "xxx", "xxxx"})
 #: The names secrets go by; a value that restates one (`'mypassword'`, `password == 'password'`,
 #: `SECRET_KEY = 'your_secret_key'`) names the slot it fills instead of filling it.
-_SECRET_NAMES = re.compile(r"pass(?:word|wd|phrase)|secret|api_?key|apikey|token|credential")
+_SECRET_NAMES = re.compile(r"pass(?:word|wd|phrase)?|secret|api_?key|apikey|token|credential")
+#: Keyboard and counting runs: a value made only of such runs ("abcdef123", "qwerty123") is typed, not drawn.
+_RUNS = ("abcdefghijklmnopqrstuvwxyz", "0123456789", "qwertyuiop", "asdfghjkl", "zxcvbnm")
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 def _is_toy(value: str) -> bool:
-    """True for a value that names or marks its slot: it restates a secret's name ("mypassword",
+    """True for a value that names or marks its slot: it restates a secret's name ("mypassword", "myPass",
     "your_secret_key", "password123"), or has a slot word ("your_api_key_here", "sample-token"), or is a code
-    expression rather than a literal ("login()", "os.getenv(...)"). Real keys and chosen passwords have none of
+    expression rather than a literal ("login()", "os.getenv(...)"), or is only keyboard and counting runs
+    ("abcdef123"). Real keys and chosen passwords have none of
     these; toy values in tutorials and code answers have them all the time (issue 29: Code Alpaca)."""
     v = value.strip("\"'`.,;:")
     if "(" in v or v.endswith(")"):
@@ -118,6 +121,9 @@ def _is_toy(value: str) -> bool:
     folded = re.sub(r"[^a-z0-9]", "", v.lower())
     if _SECRET_NAMES.search(folded):
         return True
+    runs = re.findall(r"[a-z]+|\d+", v.lower())
+    if v.isalnum() and runs and all(len(r) >= 3 and any(r in seq for seq in _RUNS) for r in runs):
+        return True  # "abcdef123", "qwerty"
     return any(w.lower() in _SLOT_WORDS for w in _WORDS.findall(v))
 
 
@@ -221,8 +227,10 @@ def _ds_filtered(secret: str, line: str, plugin: Any) -> bool:
             return True
     if getattr(heuristic, "is_likely_id_string", None) and heuristic.is_likely_id_string(secret, line, plugin):
         return True
-    if type(plugin).__name__ == "KeywordDetector" and (heuristic.is_indirect_reference(line) or _is_toy(secret)):
-        return True  # `password == 'password'`, `API_KEY = "YOUR_API_KEY"`: a slot, not a secret
+    if _is_toy(secret):
+        return True  # `password == 'password'`, `API_KEY = "YOUR_API_KEY"`, `'abcdef123'`: a slot, not a secret
+    if type(plugin).__name__ == "KeywordDetector" and heuristic.is_indirect_reference(line):
+        return True
     if type(plugin).__name__ == "KeywordDetector" and _low_entropy_word(secret):
         return True  # `password = "qwerty"`: a toy value
     return "allowlist secret" in line  # detect-secrets' inline pragma: "pragma: allowlist secret"

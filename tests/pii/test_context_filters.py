@@ -24,12 +24,15 @@ def test_a_place_is_personal_only_where_it_locates_a_person(ner_cfg: PiiConfig) 
     texts = [
         "The capital of France is Paris.",
         "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.",
+        # a story's travels locate nobody real (GSM8K): movement counts with the writer or reader only
+        "To travel from New Orleans to New York, Sue took 3/4 * 24 hours.",
+        "She told her grandson about the animals she saw during her recent safari in Kenya.",
         "I live in Berlin and my sister flew to Rome last week.",
         "Please ship the replacement to 48 Willow Road, Leeds.",
     ]
     found = _found(texts, ner_cfg, "LOCATION")
-    assert found[:2] == [[], []], found
-    assert {"Berlin", "Rome"} <= set(found[2]) and "Leeds" in found[3], found
+    assert found[:4] == [[], [], [], []], found
+    assert {"Berlin", "Rome"} <= set(found[4]) and "Leeds" in found[5], found
 
 
 def test_arithmetic_is_not_a_phone_number(pattern_cfg: PiiConfig) -> None:
@@ -62,11 +65,12 @@ def test_code_names_and_reserved_hosts_are_not_urls(pattern_cfg: PiiConfig) -> N
     domain someone owns still is, and so is a bare domain in prose."""
     texts = ["SELECT d.name, e.salary FROM employees e JOIN departments d ON e.dept_id = d.id;",
              "print(user.name)",
+             "To run the script, save it as 'sequence.sh', make it executable.",  # the quotes in presidio's span
              "Send a GET request to api.example.com or https://api.example.com/v1/users to fetch the data.",
              "My portfolio is at https://portal.acme-corp.net/u/janedoe and janedoe.dev too."]
     found = _found(texts, pattern_cfg, "URL")
-    assert found[:3] == [[], [], []], found
-    assert found[3] == ["https://portal.acme-corp.net/u/janedoe", "janedoe.dev"], found
+    assert found[:4] == [[], [], [], []], found
+    assert found[4] == ["https://portal.acme-corp.net/u/janedoe", "janedoe.dev"], found
 
 
 def test_title_case_labels_of_code_output_are_not_names(ner_cfg: PiiConfig) -> None:
@@ -79,3 +83,29 @@ def test_title_case_labels_of_code_output_are_not_names(ner_cfg: PiiConfig) -> N
     found = _found(texts, ner_cfg, "PERSON")
     assert found[:2] == [[], []], found
     assert found[2:] == [["John Smith"], ["Priya Sharma"]], found
+
+
+def test_plain_numbers_and_printed_sequences_are_not_phone_numbers(pattern_cfg: PiiConfig) -> None:
+    """On the real sample: a Unix time (1633972405), GSM8K's `>>1680000` result and a printed multiplication
+    table (`1 2 3 4 5 6 7 8 9 10`) were phone numbers; a digit run announced as a phone number still is."""
+    texts = ["How do I convert the Unix timestamp 1633972405 to a date?",
+             "The company pays 700*2400 = $<<700*2400=1680000>>1680000 per month\n#### 1680000",
+             "# Output:\n# 1 2 3 4 5 6 7 8 9 10\n# 2 4 6 8 10 12 14 16 18 20",
+             "Call me at 4155550134 please, or on (212) 867-5309."]
+    found = _found(texts, pattern_cfg, "PHONE_NUMBER")
+    assert found[:3] == [[], [], []], found
+    assert found[3] == ["4155550134", "(212) 867-5309"], found
+
+
+def test_a_lone_given_name_in_a_story_is_not_a_person(ner_cfg: PiiConfig) -> None:
+    """On the real sample 2,398 of 2,819 PERSON findings were the characters of GSM8K word problems ("Jacob
+    can only manage half"): a given name alone identifies nobody. A full name, and a given name that greets,
+    signs or is asked for, still is one."""
+    texts = ["Nellie can eat 12 sourball candies before crying. Jacob can only manage half of that number.",
+             "Bill and Phil are firehouse Dalmatians. Bill has one less than twenty spots.",
+             "Hi Sarah, thanks for the quick update on the refund.",
+             "Can you ask for Lena at the front desk tomorrow?",
+             "My colleague Tomasz Nowak opened the first ticket last week."]
+    found = _found(texts, ner_cfg, "PERSON")
+    assert found[:2] == [[], []], found
+    assert found[2:] == [["Sarah"], ["Lena"], ["Tomasz Nowak"]], found

@@ -100,7 +100,9 @@ def test_values_that_name_or_mark_their_slot_are_not_secrets() -> None:
     code expression fills no slot."""
     toys = ["api_key = 'your_api_key_here'", "if password == 'password':\n    login()",
             "conn = connect(user='root', password='mypassword')", "$password='password';",
-            "app.config['SECRET_KEY'] = 'your_secret_key'", 'API_KEY = "YOUR_API_KEY"']
+            "app.config['SECRET_KEY'] = 'your_secret_key'", 'API_KEY = "YOUR_API_KEY"',
+            # from the real sample (new_codealpaca): a name restated in short, keyboard and counting runs
+            "$password = 'myPass';", "API_KEY = 'abcdef123'"]
     assert _kinds(toys) == [[]] * len(toys)
     assert all(_kinds(_REAL)), _kinds(_REAL)
 
