@@ -32,20 +32,21 @@ _RESIDING = re.compile(
     r"(?i)\b(?:live[sd]?|living|reside[sd]?|residing|resident|home(?:town)?|based|born|raised|grew\s+up|"
     r"moved?|moving|address\w*|ship(?:s|ped|ping)?|deliver\w*|parcel|sent|mail(?:ed)?|located|relocat\w*)\b")
 #: Words that place someone for a while: where they go or come from. In a story ("Sue travelled from New
-#: Orleans", every GSM8K problem) they locate nobody real, so they count only with the writer or reader in the
-#: clause (`_PERSONAL`): "my sister flew to Rome", "we came from Lyon".
+#: Orleans", every GSM8K problem) they locate nobody real, so they count only with the writer in the clause
+#: (`_PERSONAL`): "my sister flew to Rome", "we came from Lyon".
 _MOVING = re.compile(
     r"(?i)\b(?:fl(?:y|ies|ew|own|ying|ights?)|travel\w*|trips?|visit\w*|stay(?:s|ed|ing)?|"
     r"commut\w*|(?:come|comes|came|coming|calling|writing|work(?:s|ed|ing)?)\s+(?:from|in|at)|"
     r"(?:heading|going|went|drive|drove|driving)\s+to)\b")
-#: The writer or the reader in the clause: support text speaks in the first and second person; stories do not.
-_PERSONAL = re.compile(r"(?i)\b(?:I|I'm|I've|me|my|mine|we|we're|us|our|you|you're|your)\b")
+#: The writer in the clause: support text speaks in the first person; stories do not, and instructions speak to
+#: a generic "you" ("How would you create a dictionary in Python?").
+_PERSONAL = re.compile(r"(?i)\b(?:I|I'm|I've|me|my|mine|we|we're|us|our)\b")
 _PREP_BEFORE = re.compile(r"(?i)\b(?:in|at|from|to|near|around|outside|into|of)\s*$")
 #: The place follows a street address or a postcode: "12 Oak Road, Leeds", "10115 Berlin".
 _AFTER_ADDRESS = re.compile(
-    r"(?i)(?:\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|place|pl|square|sq|way|"
-    r"terrace|parkway|highway|hwy|close|crescent|row|plaza)\.?|\d{3,}|[A-Z]{1,2}\d{1,2}[A-Z]?\s+\d[A-Z]{2}|,\s*[A-Z]"
-    r"[\w'\-]+)[ \t]*,?[ \t]*$")
+    r"(?:\b(?i:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|place|pl|square|sq|way|"
+    r"terrace|parkway|highway|hwy|close|crescent|row|plaza)\.?|\d{3,}|\b[A-Z]{1,2}\d{1,2}[A-Z]?\s+\d[A-Z]{2})"
+    r"[ \t]*,?[ \t]*$")
 #: "Toronto, where I live"
 _WHERE_AFTER = re.compile(r"(?i)^[ \t,]*(?:is\s+|was\s+)?where\s+(?:I|we|you|he|she|they|my|our|his|her|their)\b")
 _CLAUSE_END = re.compile(r"[.!?\n](?=\s|$)|\n")
@@ -66,7 +67,7 @@ def locates_person(text: str, start: int, end: int) -> bool:
 
     Evidence, all within the place's own sentence: a residence word before it ("live", "moved", "based", "ship",
     "address", "sent from"...); a travel word ("flew", "trip", "came from") or a preposition right before it,
-    with the writer or reader in the clause ("we are a team at Acme in Spain"); a street address or postcode
+    with the writer in the clause ("we are a team at Acme in Spain"); a street address or postcode
     right before it ("12 Oak Road, Leeds"); or "where I live" right after it. General knowledge ("The capital of
     France is Paris.") and third-person stories ("Sue travelled from New Orleans") have none of these.
     """
@@ -220,6 +221,6 @@ def lone_name(text: str, start: int, end: int) -> bool:
     A given name alone identifies nobody: the characters of word problems ("Natalia sold clips", every GSM8K
     row) and stories are such names. Full names, and given names that introduce, greet or sign, are kept.
     """
-    if any(c.isspace() for c in text[start:end]):
+    if len(text[start:end].split()) != 1:
         return False
     return not _NAMING.search(text, max(0, start - 40), start)

@@ -299,7 +299,7 @@ def _phone_windows(text: str, min_digits: int) -> list[tuple[int, int]]:
 _ID_PREFIX = re.compile(r"(?:[A-Za-z]{2,}[-_]|#)$")
 #: NER spans that are identifiers, versions or file names, not names or places: `TCK-40447`, `v1.17.5`, `P61`,
 #: `index.html` (the small model tags these PERSON/LOCATION on ~1 in 4 clean support messages).
-_NOT_A_NAME = re.compile(r"\d|[^\W\d_]\.[a-z]{2,5}\b")
+_NOT_A_NAME = re.compile(r"\d|[^\W\d_]\.[a-z]{2,5}\b|[()\[\]{}=<>/;|]")  # and code: `range(len(arr`, `// Append`
 
 
 def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfig,

@@ -27,12 +27,15 @@ def test_a_place_is_personal_only_where_it_locates_a_person(ner_cfg: PiiConfig) 
         # a story's travels locate nobody real (GSM8K): movement counts with the writer or reader only
         "To travel from New Orleans to New York, Sue took 3/4 * 24 hours.",
         "She told her grandson about the animals she saw during her recent safari in Kenya.",
+        # a list of names is no "City, State"; an instruction's generic "you" is not the writer
+        "A teacher asked Adelaide, Ephraim, and Kolton to buy ducks and monitor their growth.",
+        "How would you create a dictionary in Python to store the frequency of each character?",
         "I live in Berlin and my sister flew to Rome last week.",
         "Please ship the replacement to 48 Willow Road, Leeds.",
     ]
     found = _found(texts, ner_cfg, "LOCATION")
-    assert found[:4] == [[], [], [], []], found
-    assert {"Berlin", "Rome"} <= set(found[4]) and "Leeds" in found[5], found
+    assert found[:6] == [[]] * 6, found
+    assert {"Berlin", "Rome"} <= set(found[6]) and "Leeds" in found[7], found
 
 
 def test_arithmetic_is_not_a_phone_number(pattern_cfg: PiiConfig) -> None:
