@@ -97,6 +97,9 @@ def not_an_email(value: str) -> bool:
     Suffix List, and the part before must not be a path: `popper.js@1.16.1` and `cdn.net/npm/pkg@2.0.3` are
     packages pinned to versions (presidio's own check asks tldextract about the whole string, which finds the
     host before the "/", and scores it 1.0).
+
+    Domains reserved for examples (RFC 2606) are not judged here, unlike URLs: the local part of an address still
+    names a mailbox ("jane.doe@"), and the fixtures plant `...@example.net` as personal data.
     """
     local, _, domain = value.rpartition("@")
     domain = domain.rstrip(".").lower()
