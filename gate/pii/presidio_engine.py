@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gate.pii import context
 from gate.pii.config import NER_CONF, PATTERN_ENTITIES, PRESIDIO_RECOGNIZERS, PiiConfig, require
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def street_address_recognizer(language: str = "en") -> EntityRecognizer:
         "Way|Parkway|Pkwy|Highway|Hwy|Circle|Cir|Close|Crescent|Row|Alley|Plaza|Trail"
     )
     regex = (
-        r"\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][A-Za-z'\-]+\.?\s+){1,3}"
+        r"\b\d{1,5}[A-Za-z]?,?[ \t]+(?:[A-Z][A-Za-z'\-]+\.?[ \t]+){1,3}"
         rf"(?i:{street_types})\b\.?"
     )
     return PatternRecognizer(
@@ -298,7 +299,7 @@ def _phone_windows(text: str, min_digits: int) -> list[tuple[int, int]]:
 _ID_PREFIX = re.compile(r"(?:[A-Za-z]{2,}[-_]|#)$")
 #: NER spans that are identifiers, versions or file names, not names or places: `TCK-40447`, `v1.17.5`, `P61`,
 #: `index.html` (the small model tags these PERSON/LOCATION on ~1 in 4 clean support messages).
-_NOT_A_NAME = re.compile(r"\d|[^\W\d_]\.[a-z]{2,5}\b")
+_NOT_A_NAME = re.compile(r"\d|[^\W\d_]\.[a-z]{2,5}\b|[()\[\]{}=<>/;|]")  # and code: `range(len(arr`, `// Append`
 
 
 def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfig,
@@ -317,18 +318,52 @@ def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfi
             return True  # the domain of an e-mail address
         if any(s <= start and end <= e for s, e in email_spans):
             return True
-        low = value.lower()
+        low = value.lower().strip("\"'`")  # presidio's span can hold the quotes around it: 'run.sh'
         if not low.startswith(("http://", "https://", "www.")) and "/" not in value and value.count(".") == 1:
             if low.rsplit(".", 1)[1] in config.url_file_suffixes:
                 return True  # main.py, install.sh
-        return False
+        return context.not_a_url(text, start, end)
     if entity_type in ("PERSON", "LOCATION", "NRP", "ORGANIZATION"):
-        return bool(_NOT_A_NAME.search(text, start, end))
+        if _NOT_A_NAME.search(text, start, end):
+            return True
+        if entity_type == "LOCATION":
+            return not context.locates_person(text, start, end)
+        if entity_type == "PERSON":
+            return (context.lone_name(text, start, end)
+                    or context.label_not_a_name(text, start, end, functools.partial(_lexicon, config)))
+        return False
     if entity_type == "PHONE_NUMBER":
         if not _phone_run(config.phone_min_digits).search(text, start, end):
             return True
-        return bool(_ID_PREFIX.search(text, max(0, start - 16), start))
+        return (bool(_ID_PREFIX.search(text, max(0, start - 16), start)) or context.in_arithmetic(text, start, end)
+                or context.not_a_phone_shape(text, start, end))
+    if entity_type == "EMAIL_ADDRESS":
+        return context.not_an_email(text[start:end])
     return False
+
+
+@functools.lru_cache(maxsize=4)
+def _lexicon(config: PiiConfig) -> Callable[[str], str]:
+    """word -> its classes ("n", "v", "a", "r") in the NER model's lemmatizer index (WordNet's words, read from
+    the installed model, not a list of ours); "" when unknown, or for every word when the engine has no
+    lemmatizer index (then no PERSON is dropped as a dictionary label)."""
+    tables: dict[str, frozenset[str]] = {}
+    nlp = _engine(config).nlp
+    if nlp is not None and "lemmatizer" in nlp.pipe_names:
+        lookups = nlp.get_pipe("lemmatizer").lookups
+        if lookups.has_table("lemma_index"):
+            index = lookups.get_table("lemma_index")
+            tables = {tag: frozenset(index[pos]) for tag, pos in (("n", "noun"), ("v", "verb"), ("a", "adj"),
+                                                                    ("r", "adv")) if pos in index}
+
+    def classes(word: str) -> str:
+        stems = {word}
+        for suffix, repl in (("ed", ""), ("ed", "e"), ("d", ""), ("ing", ""), ("ing", "e"), ("s", ""), ("es", "")):
+            if word.endswith(suffix) and len(word) > len(suffix) + 2:
+                stems.add(word[: -len(suffix)] + repl)
+        return "".join(tag for tag, words in tables.items() if any(s in words for s in stems))
+
+    return classes
 
 
 def _to_hits(text: str, results: Sequence[RecognizerResult], offset: int, config: PiiConfig) -> list[Hit]:

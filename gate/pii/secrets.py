@@ -12,6 +12,11 @@ Why both:
   Hugging Face and Anthropic tokens, unquoted `api_key: ...` and "my password is hunter2". Our patterns cover
   those, run on the whole text (so a private-key block spanning lines is one hit).
 
+Toy values are not secrets (issue 29, Code Alpaca): a value that restates its slot's name (`'mypassword'`,
+`password == 'password'`), carries a slot word (`'your_api_key_here'`) or is a code expression, and in an
+assignment a one-case word with digits under `TOY_BITS` bits (`'qwerty'`, `"admin123"`). Key formats and
+high-entropy tokens are never judged so; a password told in prose ("my password is hunter2") still is one.
+
 A `SecretHit` is offsets and a kind, never the secret itself.
 """
 
@@ -93,10 +98,61 @@ _PLACEHOLDER_WORDS = frozenset({
 _TEMPLATED = re.compile(r"^(?:[<{\[$%(]|\*{3,}|x{4,}$|\.{3})|(?:getenv|environ|process\.env|\{\{)", re.IGNORECASE)
 
 
+#: Words that mark a value as a slot to fill, not a value: `your_api_key_here`, `<insert token>`, `sample-key`.
+_SLOT_WORDS = frozenset({"your", "yours", "here", "example", "sample", "dummy", "fake", "placeholder", "insert",
+                         "replace", "enter", "todo", "fixme", "xxx", "xxxx"})
+#: The names secrets go by; a value that restates one (`'mypassword'`, `password == 'password'`,
+#: `SECRET_KEY = 'your_secret_key'`) names the slot it fills instead of filling it.
+_SECRET_NAMES = re.compile(r"pass(?:word|wd|phrase)?|secret|api_?key|apikey|token|credential")
+#: Keyboard and counting runs: a value made only of such runs ("abcdef123", "qwerty123") is typed, not drawn.
+_RUNS = ("abcdefghijklmnopqrstuvwxyz", "0123456789", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _is_toy(value: str) -> bool:
+    """True for a value that names or marks its slot: it restates a secret's name ("mypassword", "myPass",
+    "your_secret_key", "password123"), or has a slot word ("your_api_key_here", "sample-token"), or is a code
+    expression rather than a literal ("login()", "os.getenv(...)"), or is only keyboard and counting runs
+    ("abcdef123"). Real keys and chosen passwords have none of
+    these; toy values in tutorials and code answers have them all the time (issue 29: Code Alpaca)."""
+    v = value.strip("\"'`.,;:")
+    if "(" in v or v.endswith(")"):
+        return True
+    folded = re.sub(r"[^a-z0-9]", "", v.lower())
+    if _SECRET_NAMES.search(folded):
+        return True
+    runs = re.findall(r"[a-z]+|\d+", v.lower())
+    if v.isalnum() and runs and all(len(r) >= 3 and any(r in seq for seq in _RUNS) for r in runs):
+        return True  # "abcdef123", "qwerty"
+    return any(w.lower() in _SLOT_WORDS for w in _WORDS.findall(v))
+
+
+#: Below this many bits (characters x Shannon entropy per character), a word-and-digits value is a toy one:
+#: "qwerty", "abc123", "admin123" (about 15-24 bits; any API key or token carries more than 100).
+TOY_BITS = 25.0
+
+
+def _low_entropy_word(value: str) -> bool:
+    """True for a dictionary-like value of little entropy: one-case letters with optional trailing digits and
+    under `TOY_BITS` bits ("qwerty", "admin123"). "Tr0ub4dor&3" and "sunshine2024" are above or of another shape."""
+    import math
+    from collections import Counter
+
+    v = value.strip("\"'`.,;:")
+    if not re.fullmatch(r"(?:[a-z]+|[A-Z]+)\d*", v):
+        return False
+    n = len(v)
+    bits = -sum(c / n * math.log2(c / n) for c in Counter(v).values()) * n
+    return bits < TOY_BITS
+
+
 def _is_placeholder(value: str, kind: str) -> bool:
-    """True for values that only look like an assignment target: templates, env lookups, prose words."""
+    """True for values that only look like an assignment target: templates, env lookups, prose words, toy values
+    that restate or mark their slot (`_is_toy`)."""
     v = value.strip("\"'.,;:)")
     if len(v) < 4 or _TEMPLATED.search(v) or v.lower() in _PLACEHOLDER_WORDS or len(set(v.lower())) <= 2:
+        return True
+    if _is_toy(value) or (kind.endswith("_assignment") and _low_entropy_word(value)):
         return True
     if kind == "password_phrase":
         # "my password is incorrect": prose. Keep only values that look chosen: a digit, a symbol, or mixed case.
@@ -115,7 +171,9 @@ def _own_hits(text: str) -> list[SecretHit]:
             start, end = m.span(group)
             if start < 0 or end <= start:
                 continue
-            if group and _is_placeholder(text[start:end], kind):
+            # "password = ..." also reads as a phrase; judged as the assignment it is (toy values in code)
+            as_kind = "password_assignment" if kind == "password_phrase" and "=" in text[m.start():start] else kind
+            if group and _is_placeholder(text[start:end], as_kind):
                 continue
             hits.append(SecretHit(kind, start, end, f"gate:{kind}"))
     return hits
@@ -169,8 +227,12 @@ def _ds_filtered(secret: str, line: str, plugin: Any) -> bool:
             return True
     if getattr(heuristic, "is_likely_id_string", None) and heuristic.is_likely_id_string(secret, line, plugin):
         return True
+    if _is_toy(secret):
+        return True  # `password == 'password'`, `API_KEY = "YOUR_API_KEY"`, `'abcdef123'`: a slot, not a secret
     if type(plugin).__name__ == "KeywordDetector" and heuristic.is_indirect_reference(line):
         return True
+    if type(plugin).__name__ == "KeywordDetector" and _low_entropy_word(secret):
+        return True  # `password = "qwerty"`: a toy value
     return "allowlist secret" in line  # detect-secrets' inline pragma: "pragma: allowlist secret"
 
 

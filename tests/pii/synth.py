@@ -86,7 +86,9 @@ def _pii_sentence(rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
     if kind == "iban":
         return "Please refund to IBAN {} as soon as possible.", [(rng.choice(IBANS), "IBAN_CODE")]
     if kind == "url":
-        value = f"https://{rng.choice(['shop', 'portal', 'my'])}.{rng.choice(DOMAINS)}/u/{first.lower()}{last}"
+        # a personal page is on a domain someone owns: example.com is reserved (RFC 2606) and no finding
+        owned = [d for d in DOMAINS if d != "example.com"]
+        value = f"https://{rng.choice(['shop', 'portal', 'my'])}.{rng.choice(owned)}/u/{first.lower()}{last}"
         return "My profile page is {} if that helps.", [(value, "URL")]
     if kind == "person":
         return rng.choice(["This is {} from the finance team.", "My colleague {} opened the first ticket.",

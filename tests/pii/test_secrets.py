@@ -82,3 +82,35 @@ def test_one_megabyte_single_line() -> None:
     text = text[:500_000] + " key AKIAIOSFODNN7EXAMPLE " + text[500_000:]
     hits = scan_secrets(text)
     assert [(h.kind, text[h.start:h.end]) for h in hits] == [("aws_access_key_id", "AKIAIOSFODNN7EXAMPLE")]
+
+
+#: A real-looking value of each kind beside the toy ones: a filter that silenced the kind would fail.
+_REAL = ["aws_secret_access_key = 'Xq3v9LmT0pR7sW2kYb8NcZ4dF6hJ1gA5eU0iO3tQ'",
+         "key AKIAQ3EGRTYUIOP2KL7M in the script", 'db config: password = "Tr0ub4dor&3" for prod',
+         "my password is hunter2 if you need to log in"]
+
+
+def _kinds(texts: list[str]) -> list[list[str]]:
+    return [[h.kind for h in hits] for hits in scan_secrets_texts(texts)]
+
+
+def test_values_that_name_or_mark_their_slot_are_not_secrets() -> None:
+    """Issue 29 (Code Alpaca): `'your_api_key_here'`, `password == 'password'`, `'mypassword'` and PHP's
+    `$password='password'` were secrets: a value that restates the secret's name, carries a slot word or is a
+    code expression fills no slot."""
+    toys = ["api_key = 'your_api_key_here'", "if password == 'password':\n    login()",
+            "conn = connect(user='root', password='mypassword')", "$password='password';",
+            "app.config['SECRET_KEY'] = 'your_secret_key'", 'API_KEY = "YOUR_API_KEY"',
+            # from the real sample (new_codealpaca): a name restated in short, keyboard and counting runs
+            "$password = 'myPass';", "API_KEY = 'abcdef123'"]
+    assert _kinds(toys) == [[]] * len(toys)
+    assert all(_kinds(_REAL)), _kinds(_REAL)
+
+
+def test_low_entropy_word_values_in_code_are_toys() -> None:
+    """`password = 'qwerty'`, `"admin123"`: a word plus digits under 25 bits is a tutorial value; a chosen
+    password in code and a password told in prose are still found."""
+    toys = ["password = 'qwerty'", 'String password = "admin123";', "db_password: abc123"]
+    assert _kinds(toys) == [[]] * len(toys)
+    assert _kinds(_REAL) == [["aws_secret_access_key"], ["aws_access_key_id"], ["password_assignment"],
+                             ["password_phrase"]]

@@ -4,9 +4,11 @@ A model trained on a slice where every answer ends in the same signature or disc
 Assistant (loss-bearing) text is cut into lines (the unit of signatures, disclaimers and templates, as in
 the duplicate-line filters of C4 and Gopher; `unit: sentence` cuts finer); a segment that occurs in at least
 `min_rows` rows (and at least `min_share` of rows) is boilerplate. A row whose assistant text is covered
-by boilerplate beyond `max_row_share` is a finding; the report lists the share per split and source slice
-and the most repeated segments (as hashes and redacted snippets). Structured (JSON) answers are skipped:
-they repeat by design.
+by boilerplate beyond `max_row_share` is a finding, which quotes (masked) its longest repeated line; the report
+lists the share per split and source slice and the most repeated segments (as hashes and redacted snippets).
+Structured (JSON) answers are skipped: they repeat by design. Code is not boilerplate: fenced blocks, inline
+code and code-shaped lines (`gate.pii.code`) are left out before lines are counted, since every C++ answer
+repeats `#include <iostream>` and `int main()` (issue 29: Code Alpaca rows were flagged for their headers).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gate.contract.meta import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.text import normalize
 from gate.errors import GateError
+from gate.pii.code import blank, code_spans
 from gate.pii.redact import value_snippet as snippet
 
 _SPLIT = {"line": re.compile(r"\n+"), "sentence": re.compile(r"(?<=[.!?])\s+|\n+")}
@@ -34,7 +37,11 @@ DEFAULTS = {"min_rows": 5, "min_share": 0.0, "max_row_share": 0.5, "min_chars": 
 
 
 def segments(text: str, min_chars: int, unit: str = "line") -> list[tuple[int, int, str]]:
-    """(hash, length, normalised text) of each line (or sentence) long enough to matter."""
+    """(hash, length, normalised text) of each prose line (or sentence) long enough to matter; code spans are
+    blanked first, so code lines are never segments."""
+    spans = code_spans(text)
+    if spans:
+        text = blank(text, spans, keep=False)
     out = []
     for seg in _SPLIT[unit].split(text):
         norm = normalize(seg)
@@ -120,9 +127,12 @@ class BoilerplateCheck(Check):
             slices[(split, source)][1] += total
             if total and covered / total > limit and covered >= int(self.opts["min_row_chars"]):
                 self.counts["dominated_rows"] += 1
+                # the row's longest repeated line, quoted masked (as the report's top segments are)
+                _, h = max((n, h) for h, n in zip(hashes.tolist(), lengths.tolist(), strict=True) if h in boiler)
                 self.findings.append(Finding("boilerplate", split, line, "messages", "boilerplate", "error",
                                              f"{covered / total:.0%} of the assistant text is boilerplate repeated "
-                                             f"across rows (limit {limit:.0%})", None, rid))
+                                             f"across rows (limit {limit:.0%}); its longest repeated line is in "
+                                             f"{df_of[h]} rows", snippet(self._examples[h], 60, words=True), rid))
         self.counts["boilerplate_segments"] = len(boiler)
         top = sorted(boiler, key=lambda h: -df_of[h])[:5]
         self._details = {

@@ -13,6 +13,13 @@ splits (default: test). A training row is contaminated by an item when
   would fall below any threshold. Short answers ("42", a label) are never matched alone: many rows share them.
 - or it is a MinHash near duplicate (whole-text Jaccard >= `checks.near_duplicate.threshold`) of the item.
 
+N-grams that occur in many training rows are no evidence: one in more than `common_ngram_rows` (20) rows, or
+`common_ngram_share` (0.1 %) of them when that is more, is text the rows share (a system prompt, a tool
+description, an instruction) and is ignored for both the shared-n-gram and the containment evidence, as
+decontamination practice drops frequent n-grams (issue 29: 6,934 Toolformer rows were flagged through the tool
+description they share with the evaluation items). Many copies of one item are still near copies (MinHash) and
+duplicates.
+
 N-grams are taken inside each message, never across the seam between a prompt and its answer, where structured
 answers would make every row look alike. A near copy of a test-split row is left to `leakage` only when
 `leakage` reported that training row in the same run (reworded copies, found with `semantic`, too when `leakage` has
@@ -39,7 +46,8 @@ from gate.errors import GateError
 # training rows: the `train_splits` present (a validation split is neither trained on nor a protected test set);
 # when none of them exists (a single file), every split that is not an evaluation split
 OPTIONS = {"ngram": 13, "min_shared": 1, "short_ngram": 8, "min_containment": 1.0, "min_words": 5,
-           "eval_splits": ["test"], "train_splits": ["train", "training"], "semantic": False}
+           "eval_splits": ["test"], "train_splits": ["train", "training"], "semantic": False,
+           "common_ngram_rows": 20, "common_ngram_share": 0.001}
 SEP = "\x1e"  # between messages: n-grams never span it
 
 
@@ -80,12 +88,35 @@ def _distinct(h: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return h[new], o[new]
 
 
-def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray], n_items: int
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(training row, item, number of distinct shared n-grams) for every pair sharing at least one, vectorised."""
+def common_limit(opts: dict[str, Any], n_train: int) -> int:
+    """The most training rows an n-gram may occur in and still be evidence: max(`common_ngram_rows`,
+    `common_ngram_share` x training rows). Above it the n-gram is text many rows share (a system prompt, a tool
+    description, an instruction), which says nothing about an evaluation item having leaked; decontamination
+    practice drops such frequent n-grams the same way."""
+    return max(int(opts["common_ngram_rows"]), int(np.ceil(float(opts["common_ngram_share"]) * n_train)))
+
+
+def _uncommon(th: np.ndarray, to: np.ndarray, max_rows: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The distinct (hash, row) pairs (ordered by hash) of n-grams in at most `max_rows` rows, and how many
+    distinct n-grams were dropped as common."""
+    if th.size == 0:
+        return th, to, 0
+    starts = np.flatnonzero(np.concatenate(([True], th[1:] != th[:-1])))
+    rows_per_gram = np.diff(np.append(starts, th.size))
+    keep = np.repeat(rows_per_gram <= max_rows, rows_per_gram)
+    return th[keep], to[keep], int((rows_per_gram > max_rows).sum())
+
+
+def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray], n_items: int,
+            max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(training row, item, number of distinct shared n-grams, common n-grams dropped) for every pair sharing at
+    least one n-gram that occurs in at most `max_rows` training rows (`common_limit`), vectorised."""
     from gate.dedup._arrays import ranks_within
 
     th, to = _distinct(*tr)
+    dropped = 0
+    if max_rows is not None:
+        th, to, dropped = _uncommon(th, to, max_rows)
     eh, eo = _distinct(*ev)
     lo = np.searchsorted(eh, th, side="left")
     cnt = np.searchsorted(eh, th, side="right") - lo
@@ -94,7 +125,7 @@ def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray]
     rows = np.repeat(to[sel], cnt)
     items = eo[np.repeat(lo[sel], cnt) + ranks_within(cnt)]
     keys, counts = np.unique(rows * np.int64(n_items) + items, return_counts=True)
-    return keys // n_items, keys % n_items, counts
+    return keys // n_items, keys % n_items, counts, dropped
 
 
 class ContaminationCheck(_ClusterCheck):
@@ -114,6 +145,12 @@ class ContaminationCheck(_ClusterCheck):
         "train_splits": {"type": "array", "items": {"type": "string"}},
         # reworded items: cosine of all-MiniLM-L6-v2 embeddings >= checks.semantic_duplicate.threshold (gate.embed)
         "semantic": {"type": "boolean"},
+        "common_ngram_rows": {"type": "integer", "minimum": 1, "description": (
+            "An n-gram in more training rows than this (or than `common_ngram_share` of them, whichever is more) "
+            "is text many rows share (a system prompt, a tool description, an instruction), not evidence: it "
+            "is ignored, as decontamination practice drops frequent n-grams.")},
+        "common_ngram_share": {"type": "number", "minimum": 0, "maximum": 1, "description": (
+            "The share of training rows above which an n-gram is common and ignored (see `common_ngram_rows`).")},
     })
 
     def __init__(self, contract: Contract) -> None:
@@ -168,9 +205,11 @@ class ContaminationCheck(_ClusterCheck):
         tr_tokens, tr_grams = _grams(tr_parts, tr_owner, cfg, ns)
         out: dict[tuple[int, int], dict[str, Any]] = {}
         n_items = len(items)
-        # long n-grams of every part of the item (prompt and answer)
-        rows, its, counts = _shared(_select(tr_grams[n_long], tr_owner, tr_tokens >= n_long),
-                                    _select(ev_grams[n_long], ev_owner, ev_tokens >= n_long), n_items)
+        limit = self._common_limit = common_limit(opts, len(train_texts))
+        # long n-grams of every part of the item (prompt and answer); n-grams common in training are no evidence
+        rows, its, counts, dropped = _shared(_select(tr_grams[n_long], tr_owner, tr_tokens >= n_long),
+                                             _select(ev_grams[n_long], ev_owner, ev_tokens >= n_long), n_items, limit)
+        self.counts["common_ngrams_ignored"] += dropped
         for r, it, c in zip(rows.tolist(), its.tolist(), counts.tolist(), strict=True):
             out.setdefault((r, it), {})["shared"] = c
         # short prompts: containment of the prompt's n-grams (or of the whole prompt) in the row
@@ -184,7 +223,8 @@ class ContaminationCheck(_ClusterCheck):
                                  pr_owner[take], cfg, {n})
             ev = _distinct(pr_grams[n].hashes, np.repeat(pr_owner[take], pr_grams[n].sizes))
             short_total += np.bincount(ev[1], minlength=n_items)
-            rows, its, counts = _shared(_select(tr_grams[n], tr_owner, tr_tokens >= n), ev, n_items)
+            rows, its, counts, dropped = _shared(_select(tr_grams[n], tr_owner, tr_tokens >= n), ev, n_items, limit)
+            self.counts["common_ngrams_ignored"] += dropped
             for r, it, c in zip(rows.tolist(), its.tolist(), counts.tolist(), strict=True):
                 shared_short[(r, it)] = shared_short.get((r, it), 0) + c
         for (r, it), c in shared_short.items():
@@ -258,7 +298,8 @@ class ContaminationCheck(_ClusterCheck):
         said: list[str] = []
         score = 0.0
         if e.get("shared", 0) >= int(self.opts["min_shared"]):
-            said.append(f"{e['shared']} shared {self.opts['ngram']}-gram(s)")
+            said.append(f"{e['shared']} shared {self.opts['ngram']}-gram(s), each in at most "
+                        f"{getattr(self, '_common_limit', 0)} training rows")
             score = max(score, 1.0)
         if e.get("short_total") and e["short_shared"] / e["short_total"] >= float(self.opts["min_containment"]):
             cont = e["short_shared"] / e["short_total"]

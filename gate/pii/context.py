@@ -1,0 +1,229 @@
+"""Post-filters that read a hit's surroundings: whether a match is personal data where it stands, not its shape.
+
+Why: on real instruction data (GSM8K, Code Alpaca, GPTeacher; issue 29) most PII findings were values that have
+the shape of an entity but, where they stand, identify nobody:
+
+* a place is personal data where it locates a person (an address, "I live in", "flew to", "moved to", "based
+  in"), not in general knowledge ("The capital of France is Paris.") nor when the NER model mistakes a name in a
+  word problem for a place ("Natalia sold clips"): `locates_person`;
+* an e-mail address has a mailbox on a real domain: `popper.js@1.16.1` (a package pinned to a version) is not
+  one: `not_an_email`;
+* a phone number is not the operand of arithmetic (`60000 - 10800 = 49200`): `in_arithmetic`;
+* a URL is not a placeholder on a domain reserved for examples (RFC 2606: `api.example.com`), nor a bare dotted
+  name inside code (SQL `d.name`, `user.name`, `self.data`) where the dot is attribute access: `not_a_url`;
+* a person's name is not the title-case label or heading of a code output ("Reversed String: olleh"):
+  `label_not_a_name`.
+
+Every function depends on the text and the span only (never on a score), so the fast scan path that skips
+scoring stays identical to presidio's plain loop (see `gate.pii.presidio_engine._dropped`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+# ------------------------------------------------------------------------------------------------------- places
+
+#: Words that make a place someone's address: where they live, moved to or get post, whoever "they" are.
+_RESIDING = re.compile(
+    r"(?i)\b(?:live[sd]?|living|reside[sd]?|residing|resident|home(?:town)?|based|born|raised|grew\s+up|"
+    r"moved?|moving|address\w*|ship(?:s|ped|ping)?|deliver\w*|parcel|sent|mail(?:ed)?|located|relocat\w*)\b")
+#: Words that place someone for a while: where they go or come from. In a story ("Sue travelled from New
+#: Orleans", every GSM8K problem) they locate nobody real, so they count only with the writer in the clause
+#: (`_PERSONAL`): "my sister flew to Rome", "we came from Lyon".
+_MOVING = re.compile(
+    r"(?i)\b(?:fl(?:y|ies|ew|own|ying|ights?)|travel\w*|trips?|visit\w*|stay(?:s|ed|ing)?|"
+    r"commut\w*|(?:come|comes|came|coming|calling|writing|work(?:s|ed|ing)?)\s+(?:from|in|at)|"
+    r"(?:heading|going|went|drive|drove|driving)\s+to)\b")
+#: The writer in the clause: support text speaks in the first person; stories do not, and instructions speak to
+#: a generic "you" ("How would you create a dictionary in Python?").
+_PERSONAL = re.compile(r"(?i)\b(?:I|I'm|I've|me|my|mine|we|we're|us|our)\b")
+_PREP_BEFORE = re.compile(r"(?i)\b(?:in|at|from|to|near|around|outside|into|of)\s*$")
+#: The place follows a street address or a postcode: "12 Oak Road, Leeds", "10115 Berlin".
+_AFTER_ADDRESS = re.compile(
+    r"(?:\b(?i:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|place|pl|square|sq|way|"
+    r"terrace|parkway|highway|hwy|close|crescent|row|plaza)\.?|\d{3,}|\b[A-Z]{1,2}\d{1,2}[A-Z]?\s+\d[A-Z]{2})"
+    r"[ \t]*,?[ \t]*$")
+#: "Toronto, where I live"
+_WHERE_AFTER = re.compile(r"(?i)^[ \t,]*(?:is\s+|was\s+)?where\s+(?:I|we|you|he|she|they|my|our|his|her|their)\b")
+_CLAUSE_END = re.compile(r"[.!?\n](?=\s|$)|\n")
+_WINDOW = 120
+
+
+def _clause_before(text: str, start: int) -> str:
+    """The text of the sentence before `start` (at most `_WINDOW` characters)."""
+    left = text[max(0, start - _WINDOW):start]
+    cut = 0
+    for m in _CLAUSE_END.finditer(left):
+        cut = m.end()
+    return left[cut:]
+
+
+def locates_person(text: str, start: int, end: int) -> bool:
+    """True when the place at `text[start:end]` says where a person is, lives, goes or gets post.
+
+    Evidence, all within the place's own sentence: a residence word before it ("live", "moved", "based", "ship",
+    "address", "sent from"...); a travel word ("flew", "trip", "came from") or a preposition right before it,
+    with the writer in the clause ("we are a team at Acme in Spain"); a street address or postcode
+    right before it ("12 Oak Road, Leeds"); or "where I live" right after it. General knowledge ("The capital of
+    France is Paris.") and third-person stories ("Sue travelled from New Orleans") have none of these.
+    """
+    before = _clause_before(text, start)
+    if _RESIDING.search(before) or _AFTER_ADDRESS.search(before):
+        return True
+    if (_MOVING.search(before) or _PREP_BEFORE.search(before)) and _PERSONAL.search(before):
+        return True
+    return bool(_WHERE_AFTER.match(text, end, min(len(text), end + 60)))
+
+
+# ------------------------------------------------------------------------------------------------------- e-mail
+
+@functools.lru_cache(maxsize=4096)
+def _public_suffix(domain: str) -> bool:
+    """True when `domain` ends in a public suffix (tldextract's bundled list, never fetched) and has a name."""
+    import tldextract
+
+    parts = tldextract.extract(domain)
+    return bool(parts.suffix and parts.domain)
+
+
+def not_an_email(value: str) -> bool:
+    """True when the e-mail-shaped `value` has no mailbox on a real domain.
+
+    The part after the last "@" must be a host name whose last label is a letter top-level domain on the Public
+    Suffix List, and the part before must not be a path: `popper.js@1.16.1` and `cdn.net/npm/pkg@2.0.3` are
+    packages pinned to versions (presidio's own check asks tldextract about the whole string, which finds the
+    host before the "/", and scores it 1.0).
+
+    Domains reserved for examples (RFC 2606) are not judged here, unlike URLs: the local part of an address still
+    names a mailbox ("jane.doe@"), and the fixtures plant `...@example.net` as personal data.
+    """
+    local, _, domain = value.rpartition("@")
+    domain = domain.rstrip(".").lower()
+    if not local or "/" in local or not domain:
+        return True
+    tld = domain.rsplit(".", 1)[-1]
+    if not tld.isalpha() or len(tld) < 2:
+        return True
+    return not _public_suffix(domain)
+
+
+# ------------------------------------------------------------------------------------------------------- phones
+
+_OPERATOR_INSIDE = re.compile(r"\d\s+[-+*/×÷]\s+\d|\d\s*[*/×÷=]\s*\d")
+_OPERATOR_AFTER = re.compile(r"\s*[=+*/×÷]")
+_OPERATOR_BEFORE = re.compile(r"(?:[=+*/×÷]|<<|>>)\s*$")
+#: Words that say a number is a phone number; a bare digit run needs one of them before it.
+_PHONE_WORDS = re.compile(r"(?i)\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text|dial|number|"
+                          r"contact|reach)\b")
+
+
+def in_arithmetic(text: str, start: int, end: int) -> bool:
+    """True when the phone-shaped `text[start:end]` is arithmetic: an operator between spaced digit groups inside
+    it ("60000 - 10800"), or an operator or "=" right next to it ("60000-10800=49200", GSM8K's "<<...>>"
+    calculator notes). A phone number is written with separators, never between operators."""
+    if _OPERATOR_INSIDE.search(text, start, end):
+        return True
+    return bool(_OPERATOR_AFTER.match(text, end) or _OPERATOR_BEFORE.search(text, max(0, start - 4), start))
+
+
+def not_a_phone_shape(text: str, start: int, end: int) -> bool:
+    """True when the phone-shaped `text[start:end]` is a plain number or a count: digits only (no "+",
+    bracket or separator: an amount, an id, a Unix time such as 1633972405) with no phone word ("call",
+    "phone", "mobile"...) in the 40 characters before, or digit groups none of which has three digits
+    ("1 2 3 4 5 6 7 8 9 10", a printed sequence). Every written phone number has a group of three or more, and
+    one written without any separator is announced as one."""
+    value = text[start:end]
+    groups = re.findall(r"\d+", value)
+    if max(map(len, groups), default=0) < 3:
+        return True
+    if value.isdigit():
+        return not _PHONE_WORDS.search(text, max(0, start - 40), start)
+    return False
+
+
+# --------------------------------------------------------------------------------------------------------- URLs
+
+#: RFC 2606 / RFC 6761: names reserved for documentation and tests; no person can own one.
+_RESERVED = re.compile(r"(?:^|\.)(?:example\.(?:com|net|org|edu)|[^.]+\.(?:example|test|invalid|localhost)|"
+                       r"localhost)$")
+_IDENTIFIER_LABEL = re.compile(r"_|[a-z][A-Z]")
+
+
+@functools.lru_cache(maxsize=16)
+def _code_spans(text: str) -> tuple[tuple[int, int], ...]:
+    from gate.pii.code import code_spans
+
+    return tuple(code_spans(text))
+
+
+def _host(value: str) -> tuple[str, bool]:
+    """(host name, whether the URL is bare: no scheme, no "www.", no path, query or user)."""
+    v = value.strip("\"'<>()[]{}")
+    has_scheme = "://" in v
+    parts = urlsplit(v if has_scheme else "//" + v)
+    try:
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:
+        host = ""
+    bare = not has_scheme and not v.lower().startswith("www.") and not any(c in v for c in "/?#@")
+    return host, bare
+
+
+def not_a_url(text: str, start: int, end: int) -> bool:
+    """True when the URL-shaped `text[start:end]` points at no one: a host reserved for examples (with or without
+    scheme and path), or a bare dotted name (no scheme, "www." or path) that is code: inside a code span (fence,
+    inline code, a code-shaped line such as SQL), or with a label that is an identifier (`user_id.name`,
+    `myObj.data`) or a single character (`d.name` in SQL)."""
+    host, bare = _host(text[start:end])
+    if host and _RESERVED.search(host.lower()):
+        return True
+    if not bare:
+        return False
+    labels = text[start:end].strip("\"'<>()[]{}").split(".")
+    if len(labels[0]) == 1 or any(_IDENTIFIER_LABEL.search(label) for label in labels):
+        return True
+    return any(s <= start < e for s, e in _code_spans(text))
+
+
+# ------------------------------------------------------------------------------------------------------ persons
+
+_LABEL_BEFORE = re.compile(r"(?:^|\n)[ \t]*(?:#{1,6}[ \t]+|[-*+>][ \t]+|\d{1,3}[.)][ \t]+)?(?:\*\*|__)?$")
+_LABEL_AFTER = re.compile(r"(?:\*\*|__)?[ \t]*(?::|$|\n)")
+
+
+def label_not_a_name(text: str, start: int, end: int, lexicon: Callable[[], Callable[[str], str]]) -> bool:
+    """True when the PERSON `text[start:end]` is the title-case label or heading of a line ("Reversed String:
+    olleh", "# Input String") made of ordinary English words, one of them a verb or adjective ("reversed",
+    "input", "original"): names are nouns, and a name that is a dictionary word ("John Smith", "Grace") is kept
+    unless every word is one and one is not a noun. `lexicon()` gives the function from a word to its classes in
+    the model's lemmatizer index ("" when unknown): WordNet's nouns, verbs, adjectives and adverbs; it is only
+    built for a hit in label position."""
+    if not (_LABEL_BEFORE.search(text, max(0, start - 16), start) and _LABEL_AFTER.match(text, end)):
+        return False
+    words = text[start:end].split()
+    classify = lexicon()
+    classes = [classify(w.lower()) for w in words]
+    return len(words) >= 1 and all(classes) and any(set(c) - {"n"} for c in classes)
+
+
+#: What ties a lone given name to the writer or reader: an introduction, a greeting, a sign-off, a hand-over.
+_NAMING = re.compile(
+    r"(?i)(?:\bname\s*(?:is|:)|\b(?:I\s+am|I'm|this\s+is|it's|call\s+me|ask\s+for|speak\s+(?:to|with)|talk\s+to|"
+    r"contact|signed|regards|thanks|thank\s+you|cheers|best|sincerely|dear|hi|hello|hey|attn|from|to|cc)\b"
+    r"[\s,:!.\-]*)$")
+
+
+def lone_name(text: str, start: int, end: int) -> bool:
+    """True when the PERSON `text[start:end]` is one word (a given name alone) and nothing right before it ties
+    it to the writer or reader ("my name is", "I'm", "Hi", "Thanks,", "ask for", a sign-off on the line above).
+
+    A given name alone identifies nobody: the characters of word problems ("Natalia sold clips", every GSM8K
+    row) and stories are such names. Full names, and given names that introduce, greet or sign, are kept.
+    """
+    if len(text[start:end].split()) != 1:
+        return False
+    return not _NAMING.search(text, max(0, start - 40), start)

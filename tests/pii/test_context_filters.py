@@ -1,0 +1,114 @@
+"""Issue 29: values shaped like PII that, where they stand, identify nobody (found on GSM8K, Code Alpaca and
+GPTeacher rows). One test per mechanism; each also holds a true finding of the same kind, so a filter that
+simply silenced the entity would fail, and compares the fast path with the plain loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.pii import PiiConfig, scan_text, scan_texts
+
+pytest.importorskip("presidio_analyzer")
+
+
+def _found(texts: list[str], cfg: PiiConfig, entity: str) -> list[list[str]]:
+    """Per text, the values of `entity` hits; the batched path must agree with the plain one."""
+    fast = scan_texts(texts, cfg, workers=1)
+    assert fast == [scan_text(t, cfg) for t in texts]
+    return [[t[h.start:h.end] for h in hits if h.entity_type == entity] for t, hits in zip(texts, fast, strict=True)]
+
+
+def test_a_place_is_personal_only_where_it_locates_a_person(ner_cfg: PiiConfig) -> None:
+    """General knowledge ("The capital of France is Paris.") and a word-problem name the model reads as a place
+    ("Natalia") were LOCATION findings; a place that says where someone lives, goes or gets post still is."""
+    texts = [
+        "The capital of France is Paris.",
+        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.",
+        # a story's travels locate nobody real (GSM8K): movement counts with the writer or reader only
+        "To travel from New Orleans to New York, Sue took 3/4 * 24 hours.",
+        "She told her grandson about the animals she saw during her recent safari in Kenya.",
+        # a list of names is no "City, State"; an instruction's generic "you" is not the writer
+        "A teacher asked Adelaide, Ephraim, and Kolton to buy ducks and monitor their growth.",
+        "How would you create a dictionary in Python to store the frequency of each character?",
+        "I live in Berlin and my sister flew to Rome last week.",
+        "Please ship the replacement to 48 Willow Road, Leeds.",
+    ]
+    found = _found(texts, ner_cfg, "LOCATION")
+    assert found[:6] == [[]] * 6, found
+    assert {"Berlin", "Rome"} <= set(found[6]) and "Leeds" in found[7], found
+
+
+def test_arithmetic_is_not_a_phone_number(pattern_cfg: PiiConfig) -> None:
+    """GSM8K's `60000 - 10800 = 49200` and its `<<60000-10800=49200>>` calculator notes were phone numbers."""
+    texts = ["So he keeps 60000 - 10800 = 49200 dollars.", "He has <<60000-10800=49200>>49200 left.",
+             "You can call me on (212) 867-5309 after 5pm, or +44 20 7946 0958."]
+    found = _found(texts, pattern_cfg, "PHONE_NUMBER")
+    assert found[:2] == [[], []], found
+    assert found[2] == ["(212) 867-5309", "+44 20 7946 0958"], found
+
+
+def test_a_street_address_never_spans_a_line_break(pattern_cfg: PiiConfig) -> None:
+    """`120\\nDon't Drive`: a number ending one line and a title starting the next read as a house number."""
+    texts = ["Speed limits:\n120\nDon't Drive faster on wet roads.", "Ship it to 221 Baker Street, please."]
+    assert _found(texts, pattern_cfg, "ADDRESS") == [[], ["221 Baker Street"]]
+
+
+def test_a_package_pinned_to_a_version_is_not_an_email(pattern_cfg: PiiConfig) -> None:
+    """`popper.js@1.16.1` inside a CDN link was an EMAIL_ADDRESS with score 1.0 (presidio asked tldextract about
+    the whole string, which found the host before the "/")."""
+    texts = ['<script src="https://cdn.jsdelivr.net/npm/popper.js@1.16.1/dist/umd/popper.min.js"></script>',
+             "Pin it with npm install lodash@4.17.21 first.",
+             "Write to maria.lopez@acme-corp.net or orders.desk42@example.net instead."]
+    found = _found(texts, pattern_cfg, "EMAIL_ADDRESS")
+    assert found == [[], [], ["maria.lopez@acme-corp.net", "orders.desk42@example.net"]], found
+
+
+def test_code_names_and_reserved_hosts_are_not_urls(pattern_cfg: PiiConfig) -> None:
+    """SQL `d.name`, `user.name` in code and `api.example.com` placeholders were URL findings; a page on a
+    domain someone owns still is, and so is a bare domain in prose."""
+    texts = ["SELECT d.name, e.salary FROM employees e JOIN departments d ON e.dept_id = d.id;",
+             "print(user.name)",
+             "To run the script, save it as 'sequence.sh', make it executable.",  # the quotes in presidio's span
+             "Send a GET request to api.example.com or https://api.example.com/v1/users to fetch the data.",
+             "My portfolio is at https://portal.acme-corp.net/u/janedoe and janedoe.dev too."]
+    found = _found(texts, pattern_cfg, "URL")
+    assert found[:4] == [[], [], [], []], found
+    assert found[4] == ["https://portal.acme-corp.net/u/janedoe", "janedoe.dev"], found
+
+
+def test_title_case_labels_of_code_output_are_not_names(ner_cfg: PiiConfig) -> None:
+    """"Reversed String: olleh" (the labelled output of a code answer) was a PERSON; a name that signs a
+    message or labels a speaker is not made of dictionary words and stays one."""
+    texts = ["Original String: hello world\nReversed String: dlrow olleh",
+             "# Input String\nprint(s[::-1])",
+             "Best regards,\nJohn Smith",
+             "Priya Sharma: I will call you back tomorrow."]
+    found = _found(texts, ner_cfg, "PERSON")
+    assert found[:2] == [[], []], found
+    assert found[2:] == [["John Smith"], ["Priya Sharma"]], found
+
+
+def test_plain_numbers_and_printed_sequences_are_not_phone_numbers(pattern_cfg: PiiConfig) -> None:
+    """On the real sample: a Unix time (1633972405), GSM8K's `>>1680000` result and a printed multiplication
+    table (`1 2 3 4 5 6 7 8 9 10`) were phone numbers; a digit run announced as a phone number still is."""
+    texts = ["How do I convert the Unix timestamp 1633972405 to a date?",
+             "The company pays 700*2400 = $<<700*2400=1680000>>1680000 per month\n#### 1680000",
+             "# Output:\n# 1 2 3 4 5 6 7 8 9 10\n# 2 4 6 8 10 12 14 16 18 20",
+             "Call me at 4155550134 please, or on (212) 867-5309."]
+    found = _found(texts, pattern_cfg, "PHONE_NUMBER")
+    assert found[:3] == [[], [], []], found
+    assert found[3] == ["4155550134", "(212) 867-5309"], found
+
+
+def test_a_lone_given_name_in_a_story_is_not_a_person(ner_cfg: PiiConfig) -> None:
+    """On the real sample 2,398 of 2,819 PERSON findings were the characters of GSM8K word problems ("Jacob
+    can only manage half"): a given name alone identifies nobody. A full name, and a given name that greets,
+    signs or is asked for, still is one."""
+    texts = ["Nellie can eat 12 sourball candies before crying. Jacob can only manage half of that number.",
+             "Bill and Phil are firehouse Dalmatians. Bill has one less than twenty spots.",
+             "Hi Sarah, thanks for the quick update on the refund.",
+             "Can you ask for Lena at the front desk tomorrow?",
+             "My colleague Tomasz Nowak opened the first ticket last week."]
+    found = _found(texts, ner_cfg, "PERSON")
+    assert found[:2] == [[], []], found
+    assert found[2:] == [["Sarah"], ["Lena"], ["Tomasz Nowak"]], found
