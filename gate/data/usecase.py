@@ -43,6 +43,11 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     contract = load_contract(contract_path)
     if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
         contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
+    if record:  # every precondition before any work or output: a run that cannot be recorded writes no report
+        from gate.store.db import connect
+
+        with connect(db):
+            pass
     if base is not None:  # incremental: the rows changed since the git ref, against the dataset's index
         from gate.index.incremental import run_incremental
 
@@ -57,12 +62,18 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
 
         mark(run, base_check, fail_on_existing=fail_on_existing)
     code = exit_code_for(run, fail_on)
-    write_reports(run, report_dir, max_examples)
-    if record:
-        from gate.store.db import db_path, record_check_run
+    from gate.report.sanitize import sanitize_run
 
-        record_check_run(run, int(code), db)
-        run.options["db"] = db_path(db)
+    sanitize_run(run)  # every output below (reports, record, terminal, service, pages) reads the masked run
+
+    def commit() -> None:  # inside the reports' atomic write: a failed record leaves no report behind
+        if record:
+            from gate.store.db import db_path, record_check_run
+
+            record_check_run(run, int(code), db)
+            run.options["db"] = db_path(db)
+
+    write_reports(run, report_dir, max_examples, before_commit=commit)
     return run, int(code)
 
 

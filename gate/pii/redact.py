@@ -323,3 +323,78 @@ def _word_end(text: str, i: int) -> int:
     while j < len(text) and j - i < 80 and not text[j].isspace():
         j += 1
     return j if j == len(text) or text[j].isspace() else i
+
+
+# --------------------------------------------------------------------------------- identifiers (issue 27 items 9-10)
+
+#: Shapes an identifier must not show: an e-mail, a phone or card number (9+ digits, or 7+ with separators), an
+#: IBAN, an IPv4 address, an opaque token (24+ key characters with letters and digits); secrets by
+#: gate.pii.secrets' own patterns.
+_IDENT = re.compile(
+    r"(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)"
+    r"|(?P<iban>(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){3,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9]))"
+    r"|(?P<ip>(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.]))"
+    r"|(?P<token>(?<![A-Za-z0-9_\-+/=])[A-Za-z0-9_\-+/=]{24,})"
+    r"|(?P<digits>(?<!\w)\+?\d(?:[ \-().]{0,2}\d){6,})"
+)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line with every control or invisible format character written as a visible escape ("\\n",
+    "\\x1b", "\\u202e"): a file, split or field name can then neither start a new line in a log (where a line
+    that starts with "::" is a GitHub workflow command, e.g. `::add-mask::`) nor reorder a report visually."""
+    out = []
+    for c in text:
+        cat = unicodedata.category(c)
+        if cat in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or
+                       (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def mask_ident(text: str) -> str:
+    """An identifier (a row id, a file, split or field name) or a message quoting one, safe for every output:
+    one line (`one_line`), and what looks like personal data or a secret replaced by its redacted form, as in a
+    snippet ("jane.roe@example.org" -> "j***@e***.org", "AKIAIOSFODNN7EXAMPLE" -> "AKIA***"). Ordinary ids
+    ("tri-000123", "train", "messages[0].content") stay as they are, so a reviewer can still find the row.
+    Masking again changes nothing."""
+    text = one_line(text)
+    if not text:
+        return text
+    from gate.pii.secrets import OWN_PATTERNS, _is_placeholder
+
+    spans: list[tuple[int, int, str]] = []
+    for kind, pattern, group in OWN_PATTERNS:
+        for m in pattern.finditer(text):
+            s, e = m.span(group)
+            if e > s and not (group and _is_placeholder(text[s:e], kind)):
+                spans.append((s, e, kind))
+    for m in _IDENT.finditer(text):
+        kind = m.lastgroup or ""
+        if kind == "token" and not (any(c.isdigit() for c in m.group(0)) and any(c.isalpha() for c in m.group(0))):
+            continue
+        if kind == "digits" and (_ISO_DATE.match(m.group(0)) or (m.group(0).isdigit() and len(m.group(0)) < 9)):
+            continue  # a date or a timestamp in a run id or a file name; a plain number id of up to 8 digits
+        label = {"email": "EMAIL_ADDRESS", "iban": "IBAN_CODE", "ip": "IP_ADDRESS", "digits": "PHONE_NUMBER"}.get(kind)
+        spans.append((m.start(), m.end(), label or "token"))
+    if not spans:
+        return text
+    out, pos = [], 0
+    for s, e, label in sorted(_merged([_S(s, e, lab) for s, e, lab in spans])):
+        out.append(text[pos:s])
+        value = text[s:e]
+        out.append(shape(value) if label == "PHONE_NUMBER" else redact_value(value, label))
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class _S:
+    """A (start, end, label) span for `_merged`."""
+
+    __slots__ = ("end", "label", "start")
+
+    def __init__(self, start: int, end: int, label: str) -> None:
+        self.start, self.end, self.label = start, end, label

@@ -1,0 +1,57 @@
+"""The one pass every `gate check` output goes through: identifiers one line and masked, snippets guarded.
+
+Why: a pull request controls its file names, split names, row ids, contract field names and contract name. Each
+of these reaches report.md/json, junit.xml, the GitHub step summary and annotations, the terminal, the DuckDB
+record (and so the service API, the dashboard and the HTML pages). Escaping them in each renderer misses one
+sooner or later (issue 27 items 9 and 10: a split file named `train\\n::add-mask::...` printed workflow commands;
+a row id `jane.roe.leak@example.org` was stored raw). So the use case (gate.data.usecase) passes the run through
+`sanitize_run` once, after the verdict and before anything is written or printed, and every renderer reads the
+sanitized run: every identifier and message goes through `gate.pii.redact.mask_ident` (one line, personal data
+and secrets redacted), every snippet too (it was masked by allowlist when made; this is the last guard for a
+third-party check's snippet).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gate.data.base import Finding
+from gate.data.runner import CheckRun
+from gate.pii.redact import mask_ident
+
+#: Finding fields that hold text from the data or the contract.
+_TEXT_FIELDS = ("split", "field", "message", "snippet", "row_id", "partner_id", "cluster_id")
+
+
+def _clean(obj: Any) -> Any:
+    """Every string (and every dict key) of a nested structure through `mask_ident`."""
+    if isinstance(obj, str):
+        return mask_ident(obj)
+    if isinstance(obj, dict):
+        return {(_clean(k) if isinstance(k, str) else k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_clean(v) for v in obj)
+    return obj
+
+
+def sanitize_finding(f: Finding) -> Finding:
+    """`f` with every text field through `mask_ident` (the same object when nothing changes)."""
+    changes = {name: mask_ident(v) for name in _TEXT_FIELDS
+               if isinstance(v := getattr(f, name), str) and mask_ident(v) != v}
+    return dataclasses.replace(f, **changes) if changes else f
+
+
+def sanitize_run(run: CheckRun) -> None:
+    """Masks, in place, every identifier and message of `run` that a report, the record or the terminal shows."""
+    run.dataset = mask_ident(run.dataset)
+    c = run.contract
+    shown = {k: mask_ident(getattr(c, k)) for k in ("name", "version", "path")}
+    if any(v != getattr(c, k) for k, v in shown.items()):
+        run.contract = dataclasses.replace(c, **shown)
+    for s in run.splits:
+        s.split, s.file = mask_ident(s.split), mask_ident(s.file)
+    for res in run.results:
+        res.summary = mask_ident(res.summary)
+        res.findings[:] = [sanitize_finding(f) for f in res.findings]
+        res.details = _clean(res.details)
