@@ -328,15 +328,18 @@ def _word_end(text: str, i: int) -> int:
 # --------------------------------------------------------------------------------- identifiers (issue 27 items 9-10)
 
 #: Shapes an identifier must not show: an e-mail, a phone or card number (9+ digits, or 7+ with separators), an
-#: IBAN, an IPv4 address, an opaque token (24+ key characters with letters and digits); secrets by
-#: gate.pii.secrets' own patterns.
+#: IBAN, an IPv4 address, an opaque token (20+ key characters without a separator, with letters and digits, not
+#: a hex digest: a path or "test_a_long_name_2" is no token); secrets by gate.pii.secrets' own patterns.
 _IDENT = re.compile(
     r"(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)"
     r"|(?P<iban>(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){3,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9]))"
     r"|(?P<ip>(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.]))"
-    r"|(?P<token>(?<![A-Za-z0-9_\-+/=])[A-Za-z0-9_\-+/=]{24,})"
+    r"|(?P<token>(?<![A-Za-z0-9+=])[A-Za-z0-9+=]{20,}(?![A-Za-z0-9+=]))"
     r"|(?P<digits>(?<!\w)\+?\d(?:[ \-().]{0,2}\d){6,})"
 )
+
+
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 
 
 def one_line(text: str) -> str:
@@ -373,7 +376,8 @@ def mask_ident(text: str) -> str:
                 spans.append((s, e, kind))
     for m in _IDENT.finditer(text):
         kind = m.lastgroup or ""
-        if kind == "token" and not (any(c.isdigit() for c in m.group(0)) and any(c.isalpha() for c in m.group(0))):
+        if kind == "token" and (_HEX.fullmatch(m.group(0)) or sum(c.isdigit() for c in m.group(0)) < 2
+                                or sum(c.isalpha() for c in m.group(0)) < 2):
             continue
         if kind == "digits" and (_ISO_DATE.match(m.group(0)) or (m.group(0).isdigit() and len(m.group(0)) < 9)):
             continue  # a date or a timestamp in a run id or a file name; a plain number id of up to 8 digits
