@@ -138,3 +138,39 @@ def test_a_failed_record_keeps_the_older_report_and_writes_no_new_one(tmp_path: 
     assert code == 1 and "disk full" in text, text
     assert (out / "report.json").read_text() == before
     assert os.listdir(tmp_path).count("out") == 1 and not [p for p in os.listdir(tmp_path) if p.startswith(".out")]
+
+
+# ---------------------------------------------------------------------------------- item 12: $ref loops, at load
+
+LOOPS = {
+    "self": ("    $ref: '#'\n", 8),
+    "pair": ("    $defs:\n      a: {$ref: '#/$defs/b'}\n      b: {$ref: '#/$defs/a'}\n"
+             "    properties:\n      x: {$ref: '#/$defs/a'}\n", 10),
+    "allof": ("    type: object\n    allOf:\n      - $ref: '#'\n", 10),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LOOPS))
+def test_a_ref_loop_is_one_line_with_file_and_line_in_check_and_lint(tmp_path: Path, kind: str) -> None:
+    body, line = LOOPS[kind]
+    contract = tmp_path / "loop.yaml"
+    contract.write_text("name: loop\nversion: 1\nmessages:\n  roles: [user, assistant]\noutput:\n  format: json\n"
+                        "  schema:\n" + body)
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [_row("r1", "hello") | {"messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": '{"x": 1}'}]}])
+    for args in (("contract", "lint", str(contract)),
+                 ("check", str(tmp_path / "ds"), "-c", str(contract), "-o", str(tmp_path / "out"), "--no-db")):
+        code, text = gate_inprocess(*args)
+        assert code == 1 and len(text.strip().splitlines()) == 1, (args, text)
+        assert text.startswith(f"gate: error: {contract}:{line}: ") and "loops back" in text, (args, text)
+        assert "RecursionError" not in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_recursive_schema_through_properties_is_no_loop(tmp_path: Path) -> None:
+    contract = tmp_path / "tree.yaml"
+    contract.write_text("name: tree\nversion: 1\nmessages:\n  roles: [user, assistant]\noutput:\n  format: json\n"
+                        "  schema:\n    type: object\n    properties:\n      child: {$ref: '#'}\n"
+                        "    allOf: [{$ref: '#/$defs/n'}]\n    $defs:\n      n: {required: [child]}\n")
+    code, text = gate_inprocess("contract", "lint", str(contract), "-q")
+    assert code == 0, text
