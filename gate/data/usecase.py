@@ -44,10 +44,7 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
         contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
     if record:  # every precondition before any work or output: a run that cannot be recorded writes no report
-        from gate.store.db import connect
-
-        with connect(db):
-            pass
+        _record_possible(db)
     if base is not None:  # incremental: the rows changed since the git ref, against the dataset's index
         from gate.index.incremental import run_incremental
 
@@ -75,6 +72,26 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
 
     write_reports(run, report_dir, max_examples, before_commit=commit)
     return run, int(code)
+
+
+def _record_possible(db: str | None) -> None:
+    """Refuses, before the checks run, a record that cannot be written: its directory missing or read-only, or the
+    path a directory. Nothing is created here (bad input must leave no database behind); what only opening can
+    tell (a lock, a damaged file) fails inside the reports' atomic write, which then leaves no report."""
+    import os
+    from pathlib import Path
+
+    from gate.errors import GateError
+    from gate.store.db import db_path
+
+    target = Path(db_path(db))
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise GateError("cannot open the gate database (it is a directory)", file=str(target))
+    if not parent.is_dir():
+        raise GateError("cannot open the gate database (its directory does not exist)", file=str(target))
+    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.R_OK | os.W_OK)):
+        raise GateError("cannot open the gate database (not writable)", file=str(target))
 
 
 def _drop_snippets(run: CheckRun) -> None:

@@ -346,6 +346,8 @@ def one_line(text: str) -> str:
     """`text` on one line with every control or invisible format character written as a visible escape ("\\n",
     "\\x1b", "\\u202e"): a file, split or field name can then neither start a new line in a log (where a line
     that starts with "::" is a GitHub workflow command, e.g. `::add-mask::`) nor reorder a report visually."""
+    if text.isprintable():  # the common case, in C: no control, format or line-separator character at all
+        return text
     out = []
     for c in text:
         cat = unicodedata.category(c)
@@ -357,15 +359,31 @@ def one_line(text: str) -> str:
     return "".join(out)
 
 
-def mask_ident(text: str) -> str:
+def mask_ident(text: str, *, numbers: bool = True) -> str:
     """An identifier (a row id, a file, split or field name) or a message quoting one, safe for every output:
     one line (`one_line`), and what looks like personal data or a secret replaced by its redacted form, as in a
     snippet ("jane.roe@example.org" -> "j***@e***.org", "AKIAIOSFODNN7EXAMPLE" -> "AKIA***"). Ordinary ids
     ("tri-000123", "train", "messages[0].content") stay as they are, so a reviewer can still find the row.
-    Masking again changes nothing."""
+    Masking again changes nothing. `numbers=False` for a message gate wrote ("at characters 10234-10251"): it
+    quotes values only through the snippet maskers, so only identifiers' e-mails and secrets are masked in it."""
     text = one_line(text)
-    if not text:
-        return text
+    if not (_MAYBE if numbers else _MAYBE_NO_NUMBERS).search(text):
+        return text  # the common case (a split, a field path, a short id or message): one scan, nothing to mask
+    return _mask_ident_spans(text, numbers)
+
+
+#: What any shape `mask_ident` masks needs somewhere: an "@", a run of 16+ key characters, 7+ digits with short
+#: separators, an IPv4-like dotted number, or a word that introduces a secret.
+_MAYBE = re.compile(r"@|[A-Za-z0-9_\-+/=]{16,}|\d(?:[ \-().]{0,2}\d){6,}|\d\.\d{1,3}\.\d"
+                    r"|(?i:pass|pwd|secret|token|key|pin\b|bearer|auth|private|aws)")
+
+
+_MAYBE_NO_NUMBERS = re.compile(r"@|[A-Za-z0-9_\-+/=]{16,}"
+                               r"|(?i:pass|pwd|secret|token|key|pin\b|bearer|auth|private|aws)")
+
+
+@functools.lru_cache(maxsize=65_536)
+def _mask_ident_spans(text: str, numbers: bool = True) -> str:
     from gate.pii.secrets import OWN_PATTERNS, _is_placeholder
 
     spans: list[tuple[int, int, str]] = []
@@ -378,6 +396,8 @@ def mask_ident(text: str) -> str:
         kind = m.lastgroup or ""
         if kind == "token" and (_HEX.fullmatch(m.group(0)) or sum(c.isdigit() for c in m.group(0)) < 2
                                 or sum(c.isalpha() for c in m.group(0)) < 2):
+            continue
+        if kind in ("digits", "ip") and not numbers:
             continue
         if kind == "digits" and (_ISO_DATE.match(m.group(0)) or (m.group(0).isdigit() and len(m.group(0)) < 9)):
             continue  # a date or a timestamp in a run id or a file name; a plain number id of up to 8 digits

@@ -20,14 +20,17 @@ from gate.data.base import Finding
 from gate.data.runner import CheckRun
 from gate.pii.redact import mask_ident
 
-#: Finding fields that hold text from the data or the contract.
-_TEXT_FIELDS = ("split", "field", "message", "snippet", "row_id", "partner_id", "cluster_id")
+#: Finding fields that hold text from the data or the contract; `message` and `snippet` are gate's own sentences,
+#: whose numbers (offsets, counts) are left as written (a snippet's were masked when it was made).
+_ID_FIELDS = ("split", "field", "row_id", "partner_id", "cluster_id")
+_TEXT_FIELDS = ("message", "snippet")
 
 
 def _clean(obj: Any) -> Any:
-    """Every string (and every dict key) of a nested structure through `mask_ident`."""
+    """Every string (and every dict key) of a nested structure gate wrote through `mask_ident` (numbers as
+    written: counts, offsets and timings are no phone numbers)."""
     if isinstance(obj, str):
-        return mask_ident(obj)
+        return mask_ident(obj, numbers=False)
     if isinstance(obj, dict):
         return {(_clean(k) if isinstance(k, str) else k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -37,8 +40,13 @@ def _clean(obj: Any) -> Any:
 
 def sanitize_finding(f: Finding) -> Finding:
     """`f` with every text field through `mask_ident` (the same object when nothing changes)."""
-    changes = {name: mask_ident(v) for name in _TEXT_FIELDS
-               if isinstance(v := getattr(f, name), str) and mask_ident(v) != v}
+    changes: dict[str, str] = {}
+    for name in (*_ID_FIELDS, *_TEXT_FIELDS):
+        value = getattr(f, name)
+        if isinstance(value, str):
+            shown = mask_ident(value, numbers=name in _ID_FIELDS)
+            if shown != value:
+                changes[name] = shown
     return dataclasses.replace(f, **changes) if changes else f
 
 
@@ -54,6 +62,6 @@ def sanitize_run(run: CheckRun) -> None:
     for s in run.splits:
         s.split, s.file = mask_ident(s.split), mask_ident(s.file)
     for res in run.results:
-        res.summary = mask_ident(res.summary)
+        res.summary = mask_ident(res.summary, numbers=False)
         res.findings[:] = [sanitize_finding(f) for f in res.findings]
         res.details = _clean(res.details)
