@@ -783,7 +783,7 @@ def _shown(message: str) -> str:
     become a GitHub workflow command in the log) and identifiers that look like personal data or secrets masked."""
     from gate.pii.redact import mask_ident
 
-    return mask_ident(message)
+    return mask_ident(message, numbers=False)  # an error quotes lines, offsets and URLs the user must see
 
 
 def main() -> None:
