@@ -14,11 +14,15 @@ third-party check's snippet).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from gate.data.base import Finding
 from gate.data.runner import CheckRun
-from gate.pii.redact import mask_ident
+from gate.pii.redact import mask_ident as _mask_ident
+
+#: The same split, field and message text recur across findings: each is masked once per process.
+mask_ident = functools.lru_cache(maxsize=1 << 16)(_mask_ident)
 
 #: Finding fields that hold text from the data or the contract; `message` and `snippet` are gate's own sentences,
 #: whose numbers (offsets, counts) are left as written (a snippet's were masked when it was made).
