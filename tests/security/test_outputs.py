@@ -174,3 +174,15 @@ def test_a_recursive_schema_through_properties_is_no_loop(tmp_path: Path) -> Non
                         "    allOf: [{$ref: '#/$defs/n'}]\n    $defs:\n      n: {required: [child]}\n")
     code, text = gate_inprocess("contract", "lint", str(contract), "-q")
     assert code == 0, text
+
+
+def test_contract_lint_prints_no_raw_field_name(tmp_path: Path) -> None:
+    """Lint lists the contract's fields: a field name with newlines and workflow commands, or an e-mail, prints
+    as one escaped, masked line."""
+    contract = tmp_path / "c.yaml"
+    contract.write_text('name: sec\nversion: 1\nmessages:\n  roles: [user, assistant]\nfields:\n'
+                        '  "x\\n::add-mask::hunter2\\n::error file=README.md::pwn": {type: string}\n'
+                        '  "jane.roe@example.org": {type: string}\n')
+    code, text = gate_inprocess("contract", "lint", str(contract))
+    assert code == 0, text
+    assert _commands(text) == [] and "jane.roe@example.org" not in text, text
