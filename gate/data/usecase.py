@@ -43,8 +43,7 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     contract = load_contract(contract_path)
     if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
         contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
-    if record:  # every precondition before any work or output: a run that cannot be recorded writes no report
-        _record_possible(db)
+    _preconditions(report_dir, db if record else None, record)  # before any work or output (issue 27 item 11)
     if base is not None:  # incremental: the rows changed since the git ref, against the dataset's index
         from gate.index.incremental import run_incremental
 
@@ -74,16 +73,21 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     return run, int(code)
 
 
-def _record_possible(db: str | None) -> None:
-    """Refuses, before the checks run, a record that cannot be written: its directory missing or read-only, or the
-    path a directory. Nothing is created here (bad input must leave no database behind); what only opening can
-    tell (a lock, a damaged file) fails inside the reports' atomic write, which then leaves no report."""
+def _preconditions(report_dir: str, db: str | None, record: bool) -> None:
+    """Refuses, before the checks run, outputs that cannot be written: a report directory that is a file (the
+    atomic write would replace it), a record whose directory is missing or read-only, or whose path is a
+    directory. Nothing is created here (bad input must leave no database behind); what only opening can tell (a
+    lock, a damaged file) fails inside the reports' atomic write, which then leaves no report."""
     import os
     from pathlib import Path
 
     from gate.errors import GateError
     from gate.store.db import db_path
 
+    if Path(report_dir).exists() and not Path(report_dir).is_dir():
+        raise GateError("the report directory is a file; give a directory (-o)", file=report_dir)
+    if not record:
+        return
     target = Path(db_path(db))
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():

@@ -186,3 +186,13 @@ def test_contract_lint_prints_no_raw_field_name(tmp_path: Path) -> None:
     code, text = gate_inprocess("contract", "lint", str(contract))
     assert code == 0, text
     assert _commands(text) == [] and "jane.roe@example.org" not in text, text
+
+
+def test_a_report_directory_that_is_a_file_is_refused_before_any_work(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [_row("r1", "hello", **{"contact.jane.roe@example.org": "x"})])
+    (tmp_path / "c.yaml").write_text(CONTRACT)
+    (tmp_path / "out").write_text("my notes\n")
+    code, text = gate_inprocess("check", str(tmp_path / "ds"), "-c", str(tmp_path / "c.yaml"), "-o",
+                                str(tmp_path / "out"), "--db", str(tmp_path / "g.duckdb"), "--checks", "contract")
+    assert code == 1 and "report directory is a file" in text and len(text.strip().splitlines()) == 1, text
+    assert (tmp_path / "out").read_text() == "my notes\n" and not (tmp_path / "g.duckdb").exists()
