@@ -101,6 +101,20 @@ def test_identifiers_that_look_like_personal_data_or_secrets_are_masked(tmp_path
     assert "j***@e***.org" in row_ids and "AKIA***" in row_ids
     outputs = {p.name: p.read_text() for p in out.iterdir()} | {"summary": gh_env.read_text(), "terminal": text,
                                                                 "duckdb": record}
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.app import create_dashboard_app
+    from gate.service.auth import create_token
+
+    run_id = json.loads((out / "report.json").read_text())["run_id"]
+    client = TestClient(create_dashboard_app(str(db)),
+                        headers={"Authorization": f"Bearer {create_token(str(db), 'viewer-sec', 'viewer')}"})
+    for page in ("/checks", f"/checks/{run_id}", f"/checks/{run_id}?check=pii", f"/checks/{run_id}?check=contract"):
+        got = client.get(page)
+        assert got.status_code == 200, page
+        outputs[f"dashboard {page}"] = got.text
+    assert "j***@e***.org" in outputs[f"dashboard /checks/{run_id}?check=contract"]  # the page lists the ids
     for name, content in outputs.items():
         for raw in (EMAIL_ID, AWS_ID, "jane.doe@example.com", "jane.roe@example.org", "a.b@example.com"):
             assert raw not in content, (raw, name)
