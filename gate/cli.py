@@ -823,13 +823,21 @@ def scorecard_lint(
     raise typer.Exit(run_scorecard_lint(path=str(scorecard), quiet=quiet))
 # ---- end: schema and contract authoring ----
 
+def _shown(message: str) -> str:
+    """A message as the terminal may show it: one line (a file name holding a newline and `::add-mask::` must not
+    become a GitHub workflow command in the log) and identifiers that look like personal data or secrets masked."""
+    from gate.pii.redact import mask_ident
+
+    return mask_ident(message, numbers=False)  # an error quotes lines, offsets and URLs the user must see
+
+
 def main() -> None:
     """Entry point: maps every failure to its exit code and one line, never a traceback."""
     try:
         # a fresh context per command: what one sets for itself (gate.io.limits) ends with it, in-process too
         rc = contextvars.copy_context().run(app, standalone_mode=False)
     except GateError as exc:
-        typer.echo(f"gate: error: {exc}", err=True)
+        typer.echo(f"gate: error: {_shown(str(exc))}", err=True)
         sys.exit(ExitCode.ERROR)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -847,7 +855,7 @@ def main() -> None:
             sys.exit(ExitCode.ERROR)
         if os.environ.get("GATE_DEBUG"):
             raise
-        typer.echo(f"gate: internal error: {type(exc).__name__}: {exc} (set GATE_DEBUG=1 for a traceback)",
-                   err=True)
+        typer.echo(f"gate: internal error: {type(exc).__name__}: {_shown(str(exc))} (set GATE_DEBUG=1 for a "
+                   "traceback)", err=True)
         sys.exit(ExitCode.ERROR)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -119,8 +119,8 @@ def test_dashboard_item_page_shows_both_answers_redacted(seeded: dict[str, Any])
     assert "all three fields match" in html and "triage.strict" in html and "format.parsed" in html
     assert "--scorecard FILE" in html  # the dashboard has only the prompts' hashes, and says so
     _no_planted(html)
-    assert "Please contact o***@e***.net or call +4* ** **** ****." in html  # readable, and masked
-    assert "not json: answered with 4*** **** **** ****" in html
+    assert "Please contact o***@e***.net or call +dd dd dddd dddd." in html  # readable, and masked
+    assert "not json: answered with dddd dddd dddd dddd" in html
     assert client.get("/releases/nope/items").status_code == 404
 
 
@@ -211,7 +211,7 @@ def test_cached_rerun_records_the_masked_prompt_never_the_raw_one(scored: dict[s
         dump = str(con.execute("SELECT * FROM samples").fetchall())
     assert [i for i, _ in stored] == ["p-0", "p-0", "p-1", "p-1"]
     # the last user message (not the system prompt), its name and e-mail masked, the rest readable
-    assert stored[0][1] == "T*** 0: I am O*** B***, write to o***@e***.net about my refund, it never arrived."
+    assert stored[0][1] == "Ticket d: I am Xxxxx Xxxxx, write to o***@e***.net about my refund, it never arrived."
     assert PLANTED["email"] not in dump and PROMPT_NAME not in dump and "Brandt" not in dump
 
 

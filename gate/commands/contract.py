@@ -54,7 +54,9 @@ def run_contract_init(*, dataset: str, out: str | None, name: str | None, force:
 def run_contract_lint(*, path: str, quiet: bool) -> int:
     """Loads the contract (a bad one is its one-line error, exit 1) and lists what each check will use."""
     from gate.contract.lint import lint
+    from gate.pii.redact import mask_ident
 
     _, lines = lint(path)
+    lines = [mask_ident(line, numbers=False) for line in lines]  # field names from the contract: one line each
     print(lines[0] if quiet else "\n".join(lines))
     return int(ExitCode.PASS)

@@ -31,6 +31,10 @@ _ONE = ("additionalProperties", "contains", "items", "not", "if", "then", "else"
         "unevaluatedItems", "unevaluatedProperties", "contentSchema", "additionalItems")
 _LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 _MAP = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
+#: the keywords among those that apply their subschemas to the same instance (not to a property or an item)
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAP = ("dependentSchemas",)
 
 
 class SchemaProblem(Exception):
@@ -223,7 +227,10 @@ def check_schema(schema: Any, *, formats: Iterable[str] | None = None) -> None:
     from referencing.jsonschema import DRAFT202012
 
     root = DRAFT202012.create_resource(schema)
-    _walk(registry().resolver_with_root(root), schema, [], unevaluated=_has_key(schema, "unevaluatedProperties"))
+    graph: dict[int, tuple[list[Any], list[tuple[Any, str]]]] = {}
+    _walk(registry().resolver_with_root(root), schema, [], unevaluated=_has_key(schema, "unevaluatedProperties"),
+          graph=graph)
+    _refuse_ref_loops(graph)
 
 
 @functools.cache
@@ -244,7 +251,10 @@ def _has_key(node: Any, key: str) -> bool:
     return False
 
 
-def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool) -> None:
+def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool,
+          graph: dict[int, tuple[list[Any], list[tuple[Any, str]]]] | None = None) -> None:
+    """Checks every `$ref` and pattern under `node`; `graph` collects, per subschema (by identity), its place and
+    the subschemas it applies to the same part of the instance (`_refuse_ref_loops`)."""
     from referencing.exceptions import Unresolvable
     from referencing.jsonschema import DRAFT202012
 
@@ -252,31 +262,71 @@ def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool) -> None:
         return
     if "$id" in node and path:
         resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+    same: list[tuple[Any, str]] = []  # (subschema, keyword) applied to the same instance as `node`
     for kw in ("$ref", "$dynamicRef"):
         ref = node.get(kw)
         if isinstance(ref, str):
             try:
-                resolver.lookup(ref)
+                same.append((resolver.lookup(ref).contents, f"{kw} {ref[:120]!r}"))
             except Unresolvable:
                 raise SchemaProblem(
                     f"{kw} {ref[:120]!r} does not resolve inside this schema; gate never fetches a schema over the "
                     "network or from files: put the definition under $defs", [*path, kw]) from None
+    if graph is not None:
+        same += [(node[kw], kw) for kw in _IN_PLACE_ONE if kw in node]
+        same += [(sub, kw) for kw in _IN_PLACE_LIST if isinstance(node.get(kw), list) for sub in node[kw]]
+        same += [(sub, kw) for kw in _IN_PLACE_MAP if isinstance(node.get(kw), dict) for sub in node[kw].values()]
+        graph[id(node)] = (path, same)
     if isinstance(node.get("pattern"), str):
         _pattern_ok(node["pattern"], [*path, "pattern"], python_too=False)
     for kw in _ONE:
         if kw in node:
-            _walk(resolver, node[kw], [*path, kw], unevaluated)
+            _walk(resolver, node[kw], [*path, kw], unevaluated, graph)
     for kw in _LIST:
         if isinstance(node.get(kw), list):
             for i, sub in enumerate(node[kw]):
-                _walk(resolver, sub, [*path, kw, i], unevaluated)
+                _walk(resolver, sub, [*path, kw, i], unevaluated, graph)
     for kw in _MAP:
         if isinstance(node.get(kw), dict):
             for name, sub in node[kw].items():
                 if kw == "patternProperties":
                     # unevaluatedProperties reads patternProperties through jsonschema's own (Python `re`) code
                     _pattern_ok(name, [*path, kw, name], python_too=unevaluated)
-                _walk(resolver, sub, [*path, kw, name], unevaluated)
+                _walk(resolver, sub, [*path, kw, name], unevaluated, graph)
+
+
+def _refuse_ref_loops(graph: dict[int, tuple[list[Any], list[tuple[Any, str]]]]) -> None:
+    """A `$ref` chain that comes back to a subschema without descending into the instance (`$ref: '#'` at the
+    root, `a` -> `b` -> `a`, or through allOf/anyOf/oneOf/not/if) makes every validation recurse forever (a
+    RecursionError in the middle of `gate check`): refused at load, as a SchemaProblem at the `$ref` that closes
+    the loop. A `$ref` under `properties` or `items` (a tree) reads a smaller part of the instance each time and
+    is fine."""
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for start in graph:
+        if start in state:
+            continue
+        state[start] = 1
+        stack = [(start, iter(graph[start][1]))]  # iterative: a deep but finite schema is no loop either
+        while stack:
+            key, todo = stack[-1]
+            for sub, how in todo:
+                nxt = id(sub)
+                if nxt not in graph:
+                    continue  # a boolean schema, or one the walk did not reach (it is checked where it is)
+                if state.get(nxt) == 1:
+                    path = graph[key][0]
+                    where = [*path, how.split(" ")[0]] if how.startswith("$") else path
+                    target = "/".join(str(p) for p in graph[nxt][0]) or "the schema's root"
+                    raise SchemaProblem(f"{how} loops back to {target} without reading any part of the answer (it "
+                                        "would recurse forever): a recursive schema must go through properties or "
+                                        "items", where)
+                if nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(graph[nxt][1])))
+                    break
+            else:
+                state[key] = 2
+                stack.pop()
 
 
 def _pattern_ok(pattern: str, path: list[Any], python_too: bool) -> None:

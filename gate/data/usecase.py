@@ -45,6 +45,7 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     from gate.contract.model import TokenizerRef
     from gate.contract.trust import trusted_contract
 
+    _preconditions(report_dir, db if record else None, record)  # before any work or output (issue 27 item 11)
     ref = trust_ref if trust_ref is not None else base
     trust = (trusted_contract(contract_path, dataset, ref, allow_change=allow_contract_change, tokenizer=tokenizer)
              if ref is not None else nullcontext(None))
@@ -87,13 +88,44 @@ def _finish(run: CheckRun, *, report_dir: str, db: str | None, record: bool, fai
 
         mark(run, base_check, fail_on_existing=fail_on_existing)
     code = exit_code_for(run, fail_on)
-    write_reports(run, report_dir, max_examples)
-    if record:
-        from gate.store.db import db_path, record_check_run
+    from gate.report.sanitize import sanitize_run
 
-        record_check_run(run, int(code), db)
-        run.options["db"] = db_path(db)
+    sanitize_run(run)  # every output below (reports, record, terminal, service, pages) reads the masked run
+
+    def commit() -> None:  # inside the reports' atomic write: a failed record leaves no report behind
+        if record:
+            from gate.store.db import db_path, record_check_run
+
+            record_check_run(run, int(code), db)
+            run.options["db"] = db_path(db)
+
+    write_reports(run, report_dir, max_examples, before_commit=commit)
     return run, int(code)
+
+
+def _preconditions(report_dir: str, db: str | None, record: bool) -> None:
+    """Refuses, before the checks run, outputs that cannot be written: a report directory that is a file (the
+    atomic write would replace it), a record whose directory is missing or read-only, or whose path is a
+    directory. Nothing is created here (bad input must leave no database behind); what only opening can tell (a
+    lock, a damaged file) fails inside the reports' atomic write, which then leaves no report."""
+    import os
+    from pathlib import Path
+
+    from gate.errors import GateError
+    from gate.store.db import db_path
+
+    if Path(report_dir).exists() and not Path(report_dir).is_dir():
+        raise GateError("the report directory is a file; give a directory (-o)", file=report_dir)
+    if not record:
+        return
+    target = Path(db_path(db))
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise GateError("cannot open the gate database (it is a directory)", file=str(target))
+    if not parent.is_dir():
+        raise GateError("cannot open the gate database (its directory does not exist)", file=str(target))
+    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.R_OK | os.W_OK)):
+        raise GateError("cannot open the gate database (not writable)", file=str(target))
 
 
 def _drop_snippets(run: CheckRun) -> None:

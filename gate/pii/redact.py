@@ -7,21 +7,27 @@ top-level domain, a phone number's country code, a card's first digit (the netwo
 vendor prefix. Names, places, addresses, SSNs and IPs become a typed placeholder.
 
 A snippet also masks its *context*, because a detector that missed a value must not cause the report to print
-it (on a labelled corpus, 577 names, addresses and places appeared verbatim in snippets when only detected spans
-were masked). The context goes through `mask_context`, a high-recall masker that needs no model: e-mail and URL
-shapes, every word holding a capital letter (name-like: "Jane", "Müller", "O'Brien", "McDonald"; a short list of
-function words that are never names stays readable), every run of four or more digits (phones, cards, ids,
-dates, postcodes), every word glued to an "@" and long opaque tokens. The `pii` and `secret` checks add the spans
-of a recall scan (presidio's recognisers at any score and every NER label, `gate.pii.presidio_engine.
-recall_spans_texts`), which catches lower-case names a shape cannot. This is the one module that makes snippets:
-`snippet` for a text with hits, `value_snippet` for a value a check quotes.
+it. The context goes through `mask_context`, which masks by ALLOWLIST, not denylist: it shows only the words of a
+fixed list of common English words (`common_words.txt` beside this module: wordfreq's most frequent words less
+every given name, surname and place name of offline gazetteers; its header names the sources and licences) and
+punctuation. Every other token is shape-masked, spaCy-style: "Naomi" becomes "Xxxxx", "naomi" "xxxx", "Höfn"
+"Xxxx", "19" "dd" (runs of one shape capped at four, so a shape does not even tell a long value's length). A
+name, place or number the recognisers missed (lower case, non-English, unusual) is never shown, whatever its
+case or spelling (issue 30 item 2); only the shape of a word tells that something was there. E-mail, URL and
+domain shapes and long opaque tokens keep the one-character hints of `redact_value`. The `pii` and `secret`
+checks add the spans of a recall scan (`gate.pii.presidio_engine.recall_spans_texts`), each a typed placeholder
+(<PERSON>) rather than a shape. This is the one module that makes snippets: `snippet` for a text
+with hits, `value_snippet` for a value a check quotes; `mask_ident` masks identifiers (row ids, file, split and
+field names) that look like personal data or secrets.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
+from importlib import resources
 from typing import Protocol
 
 
@@ -49,22 +55,12 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?")
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{24,}")
 _SECRET_WORDS = ("password", "passwd", "passphrase", "passcode", "pin")
 
-#: Words with a capital letter that are never names, so a masked snippet stays readable. Deliberately short: a
-#: word that is also a first or last name ("May", "Will", "Young", "Best") is not listed.
-_NEVER_NAMES = frozenset("""
-a an and are as at be but by can could did do does for from had has have he her his how i i'm i've if in is it
-its me my no not of on or our she so that the their them then there these they this those to was we were what
-when where which who why with would you your yes ok okay hello hi hey dear please thanks thank sorry also just
-any all some each every after before since about again still now here
-select from where join left right inner outer group order by insert into values update set delete create table
-null limit as distinct having union case else end like between count sum avg max min true false none
-json api sql http https url id uuid csv pdf ui vpn dns sso ssl tls cpu gpu ram os
-""".split())
 #: One alternation, scanned once left to right, so a replacement is never masked again, and the placeholders and
 #: redacted e-mails and URLs it meets are left as they are (a stored snippet may be masked a second time).
 #: Order matters where two alternatives start at one place.
 _CONTEXT = re.compile(
     r"(?P<keep><[A-Z][A-Z0-9_ ]{0,40}>|[^\s@*]?\*{3}@[^\s@*]?\*{3}(?:\.[A-Za-z]{1,6})?"
+    r"|(?<![^\W_*])[^\W_]\*{3}"  # a redacted form's one-character hint: "4***", "j***"
     r"|https?://[^\s*]?\*{3})"  # written here: a placeholder (<PERSON>), a redacted e-mail or URL
     r"|(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)"
     r"|(?P<at>[^\s@]*@\S*)"  # a cut or odd address: whatever is glued to an "@"
@@ -72,8 +68,8 @@ _CONTEXT = re.compile(
     r"|(?P<domain>(?<![\w.@-])[\w\-]+(?:\.[\w\-]+)*\.(?:com|org|net|io|info|biz|edu|gov|co|uk|de|fr|es|it|nl|eu"
     r"|us|ca|au|ch|at|be|se|no|dk|pl|ru|cn|jp|in|br|me|app|dev)\b(?:/[^\s<>\"'`]*)?)"
     r"|(?P<token>[A-Za-z0-9_\-+/=]{24,})"
-    r"|(?P<digits>\+?\d(?:[ \-().,/]{0,2}\d){3,})"  # four or more digits: phones, cards, ids, dates, postcodes
-    r"|(?P<word>(?<![^\W\d_])[^\W\d_]+(?:['’\-][^\W\d_]+)*(?![^\W\d_]))"
+    r"|(?P<digits>\+?\d(?:[ \-().,/]{0,2}\d)*(?![^\W_]))"  # any number: phones, cards, ids, dates, postcodes
+    r"|(?P<word>(?<![^\W_])[^\W_]+(?:['’][^\W_]+)*(?![^\W_]))"  # a word (letters, digits, inner apostrophe)
 )
 
 
@@ -140,11 +136,6 @@ def mask_loose(text: str) -> str:
     return _DIGIT_RUN.sub(digits, text)
 
 
-def _mask_digits(s: str) -> str:
-    first = next(i for i, c in enumerate(s) if c.isdigit())
-    return s[:first + 1] + re.sub(r"\d", "*", s[first + 1:])
-
-
 def _context_sub(m: re.Match[str]) -> str:
     kind, s = m.lastgroup, m.group(0)
     if kind == "keep":
@@ -160,25 +151,49 @@ def _context_sub(m: re.Match[str]) -> str:
             return s[0] + "***"  # maybe a key: unlike a reported secret, no vendor prefix is known to be safe
         return _WORD_IN.sub(lambda w: _mask_word(w.group(0)), s)  # not a key: mask its words
     if kind == "digits":
-        return _mask_digits(s)
+        return shape(s)
     return _mask_word(s)
 
 
 def _mask_word(s: str) -> str:
-    """A word is name-like when it holds a capital letter, unless it is a word that is never a name."""
-    if len(s) >= 2 and any(c.isupper() for c in s) and s.lower() not in _NEVER_NAMES:
-        return s[0] + "***"
-    return s
+    """A word of the allowlist as it is (any case: "Please", "THE"); any other word as its shape."""
+    if s.lower().replace("’", "'") in common_words() or _SHAPE_ONLY.fullmatch(s):
+        return s  # a shape already ("Xxxxx", "dddd"): masking a stored snippet again changes nothing
+    return shape(s)
 
 
-_WORD_IN = re.compile(r"[^\W\d_]+")
+#: A token made only of shape letters (X, x, d) in runs of at most four: it shows nothing, so it stays.
+_SHAPE_ONLY = re.compile(r"(?:X{1,4}|x{1,4}|d{1,4})+")
+
+
+def shape(token: str) -> str:
+    """The token's shape: upper-case letters "X", other letters "x", digits "d", anything else as it is; a run of
+    one shape character is capped at four ("Ziegelgasse" -> "Xxxxx", "+44 20 7946" -> "+dd dd dddd")."""
+    out: list[str] = []
+    run = 0
+    for c in token:
+        k = "d" if c.isdigit() else ("X" if c.isupper() else "x") if c.isalpha() else c
+        run = run + 1 if out and out[-1] == k and k in "Xxd" else 1
+        if run <= 4:
+            out.append(k)
+    return "".join(out)
+
+
+@functools.cache
+def common_words() -> frozenset[str]:
+    """The allowlist (`common_words.txt`, shipped with gate): lower-case words a snippet may show."""
+    text = resources.files("gate.pii").joinpath("common_words.txt").read_text(encoding="utf-8")
+    return frozenset(w for w in text.split("\n") if w and not w.startswith("#"))
+
+
+_WORD_IN = re.compile(r"[^\W_]+")
 
 
 def mask_context(text: str) -> str:
     """High-recall masking of everything in `text` that could be personal, without a model (module docstring).
 
     "Jane Doe, 221 Baker Street, jane@x.org, +44 20 7946 0958, born 1985-03-12" becomes
-    "J*** D***, 221 B*** S***, j***@x***.org, +4* ** **** ****, born 1***-**-**"; masking that again changes
+    "Xxxx Xxx, ddd Xxxxx Street, j***@x***.org, +dd dd dddd dddd, born dddd-dd-dd"; masking that again changes
     nothing.
     """
     return _CONTEXT.sub(_context_sub, text)
@@ -308,3 +323,102 @@ def _word_end(text: str, i: int) -> int:
     while j < len(text) and j - i < 80 and not text[j].isspace():
         j += 1
     return j if j == len(text) or text[j].isspace() else i
+
+
+# --------------------------------------------------------------------------------- identifiers (issue 27 items 9-10)
+
+#: Shapes an identifier must not show: an e-mail, a phone or card number (9+ digits, or 7+ with separators), an
+#: IBAN, an IPv4 address, an opaque token (20+ key characters without a separator, with letters and digits, not
+#: a hex digest: a path or "test_a_long_name_2" is no token); secrets by gate.pii.secrets' own patterns.
+_IDENT = re.compile(
+    r"(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)"
+    r"|(?P<iban>(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){3,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9]))"
+    r"|(?P<ip>(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.]))"
+    r"|(?P<token>(?<![A-Za-z0-9+=])[A-Za-z0-9+=]{20,}(?![A-Za-z0-9+=]))"
+    r"|(?P<digits>(?<!\w)\+?\d(?:[ \-().]{0,2}\d){6,})"
+)
+
+
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+
+
+def one_line(text: str) -> str:
+    """`text` on one line with every control or invisible format character written as a visible escape ("\\n",
+    "\\x1b", "\\u202e"): a file, split or field name can then neither start a new line in a log (where a line
+    that starts with "::" is a GitHub workflow command, e.g. `::add-mask::`) nor reorder a report visually."""
+    if text.isprintable():  # the common case, in C: no control, format or line-separator character at all
+        return text
+    out = []
+    for c in text:
+        cat = unicodedata.category(c)
+        if cat in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or
+                       (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def mask_ident(text: str, *, numbers: bool = True) -> str:
+    """An identifier (a row id, a file, split or field name) or a message quoting one, safe for every output:
+    one line (`one_line`), and what looks like personal data or a secret replaced by its redacted form, as in a
+    snippet ("jane.roe@example.org" -> "j***@e***.org", "AKIAIOSFODNN7EXAMPLE" -> "AKIA***"). Ordinary ids
+    ("tri-000123", "train", "messages[0].content") stay as they are, so a reviewer can still find the row.
+    Masking again changes nothing. `numbers=False` for a message gate wrote ("at characters 10234-10251"): it
+    quotes values only through the snippet maskers, so only identifiers' e-mails and secrets are masked in it."""
+    text = one_line(text)
+    if not (_MAYBE if numbers else _MAYBE_NO_NUMBERS).search(text):
+        return text  # the common case (a split, a field path, a short id or message): one scan, nothing to mask
+    return _mask_ident_spans(text, numbers)
+
+
+#: What any shape `mask_ident` masks needs somewhere: an "@", a run of 16+ key characters, 7+ digits with short
+#: separators, an IPv4-like dotted number, or a word that introduces a secret.
+_MAYBE = re.compile(r"@|[A-Za-z0-9_\-+/=]{16,}|\d(?:[ \-().]{0,2}\d){6,}|\d\.\d{1,3}\.\d"
+                    r"|(?i:pass|pwd|secret|token|key|pin\b|bearer|auth|private|aws)")
+
+
+_MAYBE_NO_NUMBERS = re.compile(r"@|[A-Za-z0-9_\-+/=]{16,}"
+                               r"|(?i:pass|pwd|secret|token|key|pin\b|bearer|auth|private|aws)")
+
+
+@functools.lru_cache(maxsize=65_536)
+def _mask_ident_spans(text: str, numbers: bool = True) -> str:
+    from gate.pii.secrets import OWN_PATTERNS, _is_placeholder
+
+    spans: list[tuple[int, int, str]] = []
+    for kind, pattern, group in OWN_PATTERNS:
+        for m in pattern.finditer(text):
+            s, e = m.span(group)
+            if e > s and not (group and _is_placeholder(text[s:e], kind)):
+                spans.append((s, e, kind))
+    for m in _IDENT.finditer(text):
+        kind = m.lastgroup or ""
+        if kind == "token" and (_HEX.fullmatch(m.group(0)) or sum(c.isdigit() for c in m.group(0)) < 2
+                                or sum(c.isalpha() for c in m.group(0)) < 2):
+            continue
+        if kind in ("digits", "ip") and not numbers:
+            continue
+        if kind == "digits" and (_ISO_DATE.match(m.group(0)) or (m.group(0).isdigit() and len(m.group(0)) < 9)):
+            continue  # a date or a timestamp in a run id or a file name; a plain number id of up to 8 digits
+        label = {"email": "EMAIL_ADDRESS", "iban": "IBAN_CODE", "ip": "IP_ADDRESS", "digits": "PHONE_NUMBER"}.get(kind)
+        spans.append((m.start(), m.end(), label or "token"))
+    if not spans:
+        return text
+    out, pos = [], 0
+    for s, e, label in sorted(_merged([_S(s, e, lab) for s, e, lab in spans])):
+        out.append(text[pos:s])
+        value = text[s:e]
+        out.append(shape(value) if label == "PHONE_NUMBER" else redact_value(value, label))
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class _S:
+    """A (start, end, label) span for `_merged`."""
+
+    __slots__ = ("end", "label", "start")
+
+    def __init__(self, start: int, end: int, label: str) -> None:
+        self.start, self.end, self.label = start, end, label

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -77,7 +78,7 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
     verdict = "✅ PASS" if run.verdict == "pass" else "❌ FAIL"
     failed = [r.name for r in run.results if r.status == "fail"]
     lines = [f"## gate check: {verdict}", ""]
-    lines.append(f"`{run.dataset}` against contract **{run.contract.name}** v{run.contract.version} "
+    lines.append(f"{_code(run.dataset)} against contract **{_md(run.contract.name)}** v{_md(run.contract.version)} "
                  f"({run.rows:,} rows in {len(run.splits)} split(s); "
                  f"fingerprint `{run.fingerprint[:12]}`, contract `{run.contract.sha256[:12]}`).")
     if failed:
@@ -105,7 +106,7 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
         lines += [""] + [f"- `{name}`: {_md(line)}" for name, line in notes]
     lines += ["", "| split | rows | file | sha256 |", "|---|---:|---|---|"]
     for s in run.splits:
-        lines.append(f"| {s.split} | {s.rows:,} | `{Path(s.file).name}` | `{s.sha256[:12]}` |")
+        lines.append(f"| {_md(s.split)} | {s.rows:,} | {_code(Path(s.file).name)} | `{s.sha256[:12]}` |")
     for r in run.results:
         if not r.findings:
             continue
@@ -117,14 +118,22 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
         for f in shown:
             lines.append("| " + (f"**{f.novelty}** | " if novelty and f.novelty == "new" else
                                  f"{f.novelty} | " if novelty else "")
-                         + f"{f.split} | {f.row if f.row is not None else '–'} | {_md(f.row_id or '')} | "
-                         f"`{_md(f.field or '')}` | `{f.rule}` | {_md(f.message)} | {_md(f.snippet or '')} |")
+                         + f"{_md(f.split)} | {f.row if f.row is not None else '–'} | {_md(f.row_id or '')} | "
+                         f"{_code(f.field or '')} | {_code(f.rule)} | {_md(f.message)} | {_md(f.snippet or '')} |")
     lines += ["", f"<sub>gate {run.gate_version} · run `{run.run_id}` · {run.seconds:.1f} s</sub>", ""]
     return "\n".join(lines)
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from the data or the contract as one markdown table cell: one line, no cell break, no HTML tag (a
+    placeholder such as <PERSON> shows as written; an <img> from a file name is not rendered)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+            .replace("\r", " ").replace("\n", " "))
+
+
+def _code(text: str) -> str:
+    """Text as an inline code span in a table cell: a backtick in it cannot close the span early."""
+    return "`" + text.replace("`", "'").replace("|", "\\|").replace("\r", " ").replace("\n", " ") + "`"
 
 
 def to_junit(run: CheckRun, max_listed: int = 50) -> str:
@@ -200,8 +209,12 @@ def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
     return lines
 
 
-def write_reports(run: CheckRun, report_dir: str | Path, max_examples: int = 10) -> Path:
-    """Writes report.json, report.md and junit.xml into `report_dir`, atomically replacing an older report."""
+def write_reports(run: CheckRun, report_dir: str | Path, max_examples: int = 10,
+                  before_commit: Callable[[], None] | None = None) -> Path:
+    """Writes report.json, report.md and junit.xml into `report_dir`, atomically replacing an older report.
+
+    `before_commit` runs once the files are written and before they replace `report_dir` (e.g. recording the run):
+    if it raises, no report of this run is left behind and an older one stays as it was."""
     report_dir = Path(report_dir)
     with atomic_dir(report_dir) as tmp:
         (tmp / "report.json").write_text(json.dumps(to_json(run), indent=2, default=str) + "\n", encoding="utf-8")
@@ -212,6 +225,8 @@ def write_reports(run: CheckRun, report_dir: str | Path, max_examples: int = 10)
                 from gate.template.plots import save_plot
 
                 save_plot(plot, tmp / Path(plot["file"]).name)
+        if before_commit is not None:
+            before_commit()
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
             fh.write(to_markdown(run, max_examples))

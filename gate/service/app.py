@@ -275,6 +275,7 @@ def _record_routes(cfg: ServiceConfig, require: Require) -> APIRouter:
     @router.get("/checks/runs/{run_id}/findings", tags=["checks"])
     def findings(run_id: str, _: Reader, limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
         """Findings of one check run; snippets and messages are masked again on the way out."""
+        from gate.pii.redact import mask_ident
         from gate.pii.redact import mask_loose as mask
 
         run = store.api_check_run(cfg.db, run_id)
@@ -284,6 +285,9 @@ def _record_routes(cfg: ServiceConfig, require: Require) -> APIRouter:
         for r in rows:
             r["message"] = mask(r["message"] or "")
             r["snippet"] = mask(r["snippet"] or "")
+            for key in ("split", "field", "row_id", "partner_id", "cluster_id"):  # ids a pull request chose
+                if isinstance(r.get(key), str):
+                    r[key] = mask_ident(r[key])
         return {"run_id": run_id, "verdict": run["verdict"], "findings": rows}
 
     @router.get("/scores/runs", tags=["scores"])

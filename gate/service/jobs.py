@@ -140,11 +140,13 @@ def run_one(cfg: ServiceConfig, job: dict[str, Any], stopping: threading.Event |
         if stopping is not None and stopping.is_set():
             log.warning("job %s interrupted by the service stopping; it is requeued at the next start", job["job_id"])
             return
+        from gate.pii.redact import mask_ident  # the API shows it: a file name in it is one line, masked
+
         if isinstance(exc, GateError):
-            error = str(exc)
+            error = mask_ident(str(exc), numbers=False)
         else:  # a bug in a check must not kill the worker; the job says what happened, the log has the traceback
             log.error("job %s crashed:\n%s", job["job_id"], traceback.format_exc())
-            error = f"internal error: {type(exc).__name__}: {exc}"
+            error = mask_ident(f"internal error: {type(exc).__name__}: {exc}", numbers=False)
         store.finish_job(cfg.db, job["job_id"], status="failed", exit_code=int(ExitCode.ERROR), result=None,
                          error=error)
         return
