@@ -17,6 +17,16 @@ from pathlib import Path
 
 import pytest
 
+_OUTCOMES: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """The test's outcome for its cost line: an error in setup or teardown outranks the call's result."""
+    if report.when == "call" or report.outcome != "passed":
+        outcome = "error" if report.when != "call" and report.outcome == "failed" else report.outcome
+        if _OUTCOMES.get(report.nodeid) != "error":
+            _OUTCOMES[report.nodeid] = outcome
+
 
 def _cpu(who: int) -> float:
     ru = resource.getrusage(who)
@@ -34,7 +44,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     rec = {"test": item.nodeid, "wall": round(time.perf_counter() - t0, 3),
            "cpu_self": round(_cpu(resource.RUSAGE_SELF) - s0, 3),
            "cpu_children": round(_cpu(resource.RUSAGE_CHILDREN) - c0, 3),
-           "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
+           "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+           "outcome": _OUTCOMES.pop(item.nodeid, "passed")}
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, (json.dumps(rec) + "\n").encode())

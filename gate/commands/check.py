@@ -33,6 +33,8 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
         from gate.errors import ExitCode
         from gate.service.client import remote_check, unsent_options
 
+        if trust_ref is not None and not allow_contract_change:  # a pull-request run: never send a loosening
+            _refuse_remote_loosening(contract_path, dataset, trust_ref, tokenizer)
         options = {"checks": checks, "fail_on": fail_on, "max_examples": max_examples, "db": db, "record": record,
                    "workers": workers, "tokenizer": tokenizer, "engine": engine, "address": address, "base": base,
                    "index": index, "fail_on_existing": fail_on_existing, "snippets": snippets}
@@ -41,9 +43,6 @@ def run_check_command(*, dataset: str, contract_path: str, report_dir: str, chec
             print(f"gate: error: the service (GATE_URL) cannot honour {', '.join(refused)}: run without GATE_URL, "
                   f"or without the option(s)", file=sys.stderr)
             return int(ExitCode.USAGE)
-        ref = trust_ref if trust_ref is not None else base
-        if ref is not None and not allow_contract_change:
-            _refuse_remote_loosening(contract_path, dataset, ref, tokenizer)
         return remote_check(dataset=dataset, contract_path=contract_path, report_dir=report_dir, quiet=quiet,
                             options=options)
     run, code = check_dataset(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,

@@ -117,25 +117,26 @@ def test_scrub_pseudonyms_are_consistent_across_a_conversation_with_ner(tmp_path
     if not ner_available(PiiConfig()):
         pytest.skip("the spaCy NER model is not installed")
     contract = _contract(tmp_path, scrub={"operators": {"PERSON": "pseudonym"}}, use_ner=True)
-    rows = [_row("w-1", "Betty is saving money for a new wallet which costs 100 dollars. Betty has only half of the "
-                        "money she needs.",  # the NER model finds no name here, only in the answer (GSM8K train)
-                 answer="Betty needs 50 dollars more. So Betty still needs 5 dollars."),
-            _row("w-2", "Sarah has 12 apples and gives 5 of them to Michael. How many apples does Sarah keep?",
-                 answer="Sarah keeps 12 - 5 = 7 apples, and Michael now has 5 apples.")]
+    # The NER model finds "Michael" only in the question and "Sarah" only in the answer (after "Dear"); a lone given
+    # name in a word problem is not a finding by itself (gate.pii.context), so each turn alone would keep one name.
+    rows = [_row("w-2", "Sarah has 12 apples and gives 5 of them to Michael. How many apples does Sarah keep?",
+                 answer="Dear Sarah, you keep 12 - 5 = 7 apples, and Michael now has 5 apples.")]
     _write(tmp_path / "ds" / "train.jsonl", rows)
     scrub_dataset(str(tmp_path / "ds"), contract, str(tmp_path / "out"))
     out = {json.loads(x)["id"]: [m["content"] for m in json.loads(x)["messages"]]
            for x in (tmp_path / "out" / "train.jsonl").read_bytes().splitlines()}
-    assert [t.count("<PERSON_1>") for t in out["w-1"]] == [2, 2] and "Betty" not in str(out["w-1"]), out["w-1"]
     question, answer = out["w-2"]
     assert "Sarah" not in str(out["w-2"]) and "Michael" not in str(out["w-2"]), out["w-2"]
-    assert question.startswith("<PERSON_1> has") and "to <PERSON_2>." in question, question  # numbered per row
-    assert answer.startswith("<PERSON_1> keeps") and "<PERSON_2> now" in answer, answer
+    sarah = question.split(" has 12", 1)[0]
+    michael = question.split("to ", 1)[1].split(".", 1)[0]
+    assert {sarah, michael} == {"<PERSON_1>", "<PERSON_2>"}, question  # numbered per row, one tag per value
+    assert question.count(sarah) == 2 and answer.startswith(f"Dear {sarah}, you keep"), (question, answer)
+    assert f"{michael} now has" in answer, answer
 
 
 def test_what_scrub_keeps_check_does_not_fail_on_and_the_recheck_passes(tmp_path):
     contract = _contract(tmp_path, scrub={"operators": {"URL": "keep"}})
-    rows = [_row("u-1", "The setup guide at https://docs.example.com/setup/agents says to restart the agent"),
+    rows = [_row("u-1", "The setup guide at https://docs.acme-corp.net/setup/agents says to restart the agent"),
             _row("u-2", "Mail the logs to ops.team@example.org and restart the ingestion worker tonight"),
             _row("u-3", "What does the error code E42 on the status page mean?", answer="  ")]
     _write(tmp_path / "ds" / "train.jsonl", rows)
@@ -144,7 +145,7 @@ def test_what_scrub_keeps_check_does_not_fail_on_and_the_recheck_passes(tmp_path
     assert {f.rule for f in pii.findings} == {"pii.EMAIL_ADDRESS"} and pii.counts["kept_by_scrub_rule"] == 1
     scrub_dataset(str(tmp_path / "ds"), contract, str(tmp_path / "out"))
     text = (tmp_path / "out" / "train.jsonl").read_text()
-    assert "https://docs.example.com/setup/agents" in text and "ops.team" not in text and "u-3" not in text
+    assert "https://docs.acme-corp.net/setup/agents" in text and "ops.team" not in text and "u-3" not in text
     recheck = run_checks(str(tmp_path / "out"), contract, checks=DROP_CHECKS, progress=False)
     assert {r.name: [f.rule for f in r.findings] for r in recheck.results} == {n: [] for n in DROP_CHECKS}
     assert recheck.verdict == "pass"
