@@ -8,6 +8,7 @@ what was flagged, and why.
 
 from __future__ import annotations
 
+import resource
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -20,6 +21,17 @@ from gate.data.memo import TextMemo
 from gate.io.rows import Row
 
 SEVERITIES = ("error", "warning", "info")
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its children it has waited for.
+
+    Why: `timings.map_cpu` and `checks[].seconds` are labelled CPU; they were wall time summed over workers (a
+    pii check reported 234 s in a run whose process tree used 55 CPU s, issue 30). The children count because the
+    PII scan may fan out to its own process pool (`gate.pii.scan_texts`), which it joins before returning.
+    """
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +162,10 @@ class Check(ABC):
         return (split, row) in self.handed.get(check, frozenset())
 
     def timed_finish(self) -> None:
-        t0 = time.perf_counter()
+        """`finish`, its CPU seconds added to the check's `seconds` (CPU, like its map seconds)."""
+        t0 = cpu_seconds()
         self.finish()
-        self.seconds += time.perf_counter() - t0
+        self.seconds += cpu_seconds() - t0
 
     def result(self) -> CheckResult:
         self.findings = _kept_by_scrub(self.contract, self.findings)
@@ -209,6 +222,9 @@ class RunContext:
     cache: dict[str, Any] = field(default_factory=dict)
     #: the run's text-keyed memos (PII hits per detector configuration, embeddings per model); see `memo`
     memos: dict[Hashable, TextMemo[Any]] = field(default_factory=dict)
+    #: False for `gate check --snippets none`: a check builds no snippet at all (the `pii` and `secret` checks then
+    #: skip their snippet windows, recall scan and context masking: the work would only be thrown away)
+    snippets: bool = True
 
     def memo(self, key: Hashable, max_entries: int = 200_000) -> TextMemo[Any]:
         """The run's memo for `key` (what its values are derived from: a detector's configuration, a model),

@@ -57,7 +57,7 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
             if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
                 contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
         run = _run(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
-                   address=address, base=base, index=index)
+                   address=address, base=base, index=index, snippets=snippets != "none")
     if change is not None:
         run.results.insert(0, change)
     return _finish(run, report_dir=report_dir, db=db, record=record, fail_on=fail_on, max_examples=max_examples,
@@ -65,7 +65,8 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
 
 
 def _run(dataset: str, contract: Any, *, checks: list[str] | None, workers: int | None, progress: bool | None,
-         engine: str, address: str | None, base: str | None, index: str | None) -> CheckRun:
+         engine: str, address: str | None, base: str | None, index: str | None, snippets: bool = True) -> CheckRun:
+    """`snippets=False`: the checks build none (`_finish` still drops what an incremental run's checks built)."""
     from gate.data.runner import run_checks
 
     if base is not None:  # incremental: the rows changed since the git ref, against the dataset's index
@@ -73,7 +74,7 @@ def _run(dataset: str, contract: Any, *, checks: list[str] | None, workers: int 
 
         return run_incremental(dataset, contract, base, index_dir=index, checks=checks, workers=workers)
     return run_checks(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
-                      address=address)
+                      address=address, snippets=snippets)
 
 
 def _finish(run: CheckRun, *, report_dir: str, db: str | None, record: bool, fail_on: str, max_examples: int,

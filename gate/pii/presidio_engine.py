@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gate.pii import context
-from gate.pii.config import NER_CONF, PATTERN_ENTITIES, PRESIDIO_RECOGNIZERS, PiiConfig, require
+from gate.pii.config import NER_CONF, PRESIDIO_RECOGNIZERS, PiiConfig, require
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
@@ -601,69 +601,34 @@ def _engine(config: PiiConfig) -> _Engine:
     return _Engine(config, analyzer, entities, patterns, ner_entities, nlp, ner_only)
 
 
-#: What the recall scan runs besides the configured entities: every default pattern entity and the structured
-#: ones that are cheap and unambiguous. presidio's ~80 country-specific recognisers are left out: they are digit
-#: patterns, which `mask_context` masks anyway, and running them all doubled the time of a check.
-RECALL_ENTITIES: tuple[str, ...] = (*PATTERN_ENTITIES, "DATE_TIME", "MAC_ADDRESS", "UUID", "CRYPTO", "UK_POSTCODE")
-
-
 @functools.lru_cache(maxsize=4)
-def _recall_engine(entities: tuple[str, ...], ner_model: str, language: str) -> tuple[list[EntityRecognizer], Any]:
-    """The pattern recognisers of `entities` (presidio's registry flags) and the spaCy model when installed."""
-    require("presidio_analyzer", "presidio-analyzer")
-    _ensure_offline()
-    _import_presidio()
-    from presidio_analyzer import PatternRecognizer
-    from presidio_analyzer import predefined_recognizers as predefined
-
-    recognizers: list[EntityRecognizer] = []
-    for entity in entities:
-        if entity == "ADDRESS":
-            rec = street_address_recognizer(language)
-        else:
-            rec = getattr(predefined, PRESIDIO_RECOGNIZERS[entity])(supported_language=language)
-            if isinstance(rec, PatternRecognizer):
-                rec.global_regex_flags = re.DOTALL | re.MULTILINE | re.IGNORECASE
-        if not rec.is_loaded:
-            rec.load()
-            rec.is_loaded = True
-        recognizers.append(rec)
-    nlp = None
-    if importlib.util.find_spec(ner_model) is not None:
-        nlp = _load_spacy(ner_model, ["parser", "senter", "tagger", "attribute_ruler", "lemmatizer"])
-    return recognizers, nlp
+def _recall_nlp(ner_model: str) -> Any:
+    """The spaCy model for the recall scan: its entity recogniser only (no tagger, lemmatizer or parser)."""
+    return _load_spacy(ner_model, ["parser", "senter", "tagger", "attribute_ruler", "lemmatizer"])
 
 
 def recall_spans_texts(texts: Sequence[str], config: PiiConfig | None = None) -> list[list[tuple[int, int, str]]]:
-    """Per text, every span that anything here could call personal: for masking a snippet's context, not for
-    findings.
+    """Per text, every span the NER model tags, whatever its label (PERSON, GPE, ORG, DATE, CARDINAL...) and
+    whatever the configured thresholds: for masking a snippet's context, not for findings.
 
-    High recall on purpose: the configured entities plus `RECALL_ENTITIES`, each at any score above zero (no
-    threshold, no context, none of the post-filters), and every entity label of the NER model (ORG, DATE,
-    CARDINAL... too, whether or not `use_ner` is on), so a value the configured scan let through (a name below
-    its threshold, an entity not enabled) is masked all the same. The NER model runs over all texts in one
+    Why only the model: a snippet's context goes through the allowlist of `gate.pii.redact.mask_context`, which
+    shape-masks every token that is not a common word, so each pattern entity (digits, e-mails, URLs, keys,
+    postcodes, dates, addresses) is masked there already; the presidio pattern recognisers this scan also ran
+    before the allowlist (issue 30) added only a typed label, at a cost. What the allowlist lets through is a
+    name made only of common words ("Will White"), which the model still tags. When NER is off (`use_ner:
+    false`) or its model is not installed, nothing is loaded and every list is empty. All texts go through one
     `nlp.pipe`.
     """
     config = config or PiiConfig()
-    entities = tuple(dict.fromkeys((*RECALL_ENTITIES, *config.entities)))
-    recognizers, nlp = _recall_engine(entities, config.ner_model, config.language)
+    if not texts or not ner_available(config):
+        return [[] for _ in texts]
+    _ensure_offline()
+    nlp = _recall_nlp(config.ner_model)
     clean = [_sanitize(t) for t in texts]
-    out: list[list[tuple[int, int, str]]] = []
-    for text in clean:
-        spans: set[tuple[int, int, str]] = set()
-        for rec in recognizers if text.strip() else ():
-            for r in rec.analyze(text, rec.supported_entities, None):
-                if r.score > 0 and r.end > r.start:
-                    spans.add((r.start, r.end, r.entity_type))
-        out.append(sorted(spans))
-    if nlp is not None:
-        mapping: dict[str, str] = NER_CONF["model_to_presidio_entity_mapping"]  # type: ignore[assignment]
-        with _one_blas_thread():
-            docs = list(nlp.pipe(clean, batch_size=_PIPE_BATCH))
-        for spans, doc in zip(out, docs, strict=True):
-            spans.extend((e.start_char, e.end_char, mapping.get(e.label_, e.label_)) for e in doc.ents)
-            spans.sort()
-    return out
+    mapping: dict[str, str] = NER_CONF["model_to_presidio_entity_mapping"]  # type: ignore[assignment]
+    with _one_blas_thread():
+        docs = list(nlp.pipe(clean, batch_size=_PIPE_BATCH))
+    return [sorted({(e.start_char, e.end_char, mapping.get(e.label_, e.label_)) for e in doc.ents}) for doc in docs]
 
 
 def recall_spans(text: str, config: PiiConfig | None = None) -> list[tuple[int, int, str]]:

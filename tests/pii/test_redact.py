@@ -205,12 +205,14 @@ def test_gate_pii_redact_is_the_only_module_that_defines_or_renames_a_masker() -
 
 
 def test_recall_spans_find_what_the_default_scan_leaves_out(ner_cfg: PiiConfig) -> None:
+    """The recall scan is the NER model's spans, every label (issue 30 item 3: the pattern recognisers it also ran
+    are left to the allowlist of `mask_context`, which shape-masks their digits, e-mails and tokens anyway)."""
     from gate.pii import recall_spans
 
-    text = "Ask in Berlin, or my neighbour Jordan, licence D1234567, ip 10.1.2.3 (phone-shaped too)."
+    text = "Ask in Berlin, or my neighbour Will White, licence D1234567, ip 10.1.2.3 (phone-shaped too)."
     labels = {(text[s:e], lab) for s, e, lab in recall_spans(text, ner_cfg)}
-    assert ("Berlin", "LOCATION") in labels and any(v == "Jordan" for v, _ in labels)
-    assert {("10.1.2.3", "IP_ADDRESS")} <= labels  # every recogniser's span, overlaps and all
-    assert not any(v == "D1234567" for v, _ in labels)  # not a recall entity ...
-    opted = dataclasses.replace(ner_cfg, entities=(*ner_cfg.entities, "US_DRIVER_LICENSE"))
-    assert ("D1234567", "US_DRIVER_LICENSE") in {(text[s:e], lab) for s, e, lab in recall_spans(text, opted)}
+    assert ("Berlin", "LOCATION") in labels and any("White" in v for v, _ in labels)
+    assert mask_context("Will White") == "Will White"  # all common words: only the model's span masks them
+    assert not any(v in ("D1234567", "10.1.2.3") for v, _ in labels)  # patterns: left to mask_context
+    assert "D1234567" not in mask_context(text) and "10.1.2.3" not in mask_context(text)
+    assert recall_spans(text, dataclasses.replace(ner_cfg, use_ner=False)) == []  # NER off: nothing loaded or run

@@ -19,23 +19,42 @@ from gate.data.pii_scan import RowScanner
 from gate.data.scrub_rules import ScrubRules
 
 
-def _recall(fields: list[tuple[str, int, int]], scanner: RowScanner) -> list[list[tuple[int, int, str]]]:
-    """Per (text, lo, hi): the recall scan (`gate.pii.recall_spans_texts`) of `text[lo:hi]`, in text offsets;
-    empty spans (the shape masker alone) when presidio is not installed (a secret-only machine).
+def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[int, int, str]]]:
+    """Per (text, lo, hi): the recall scan (`gate.pii.recall_spans_texts`) of `text[lo:hi]`, in text offsets.
 
-    Why: a finding's snippet shows the text around it, and what the configured scan did not report there (a name
-    below the threshold, an entity that is not enabled, a second e-mail) must be masked all the same. One scan
-    per field covers the windows of all its findings.
+    Why: a finding's snippet shows the text around it, through the allowlist of `gate.pii.mask_context`, which
+    shows a missed name only when every word of it is a common word ("Will White"); the NER model's spans mask
+    those too. Nothing at all (no model loaded, no scan) when NER is off (`use_ner: false`) or not installed: the
+    allowlist alone then masks the context. One scan per field covers the windows of all its findings.
     """
     if not fields:
         return []
     try:
-        from gate.pii import recall_spans_texts
+        from gate.pii import ner_available, recall_spans_texts
 
-        found = recall_spans_texts([t[lo:hi] for t, lo, hi in fields], scanner.pii_config)
-    except ImportError:
+        if not ner_available(config):
+            return [[] for _ in fields]
+        found = recall_spans_texts([t[lo:hi] for t, lo, hi in fields], config)
+    except ImportError:  # presidio not installed (a secret-only machine): the allowlist alone
         return [[] for _ in fields]
     return [[(lo + s, lo + e, lab) for s, e, lab in spans] for (_, lo, _), spans in zip(fields, found, strict=True)]
+
+
+def _recall_config(contract: Contract, scanner: RowScanner) -> Any:
+    """The PII configuration the recall scan follows: the `pii` check's own, also for the `secret` check (whose
+    snippets must not load a NER model the contract turned off); the defaults when `checks.pii` is invalid (the
+    `pii` check reports that, a `--checks secret` run need not)."""
+    if scanner.pii_config is not None:
+        return scanner.pii_config
+    from gate.data.pii_scan import pii_config
+    from gate.errors import GateError
+
+    try:
+        return pii_config(contract)
+    except GateError:
+        from gate.pii.config import PiiConfig
+
+        return PiiConfig()
 
 
 class _DetectorCheck(Check):
@@ -43,6 +62,7 @@ class _DetectorCheck(Check):
         super().__init__(contract)
         self._by_rule: Counter[str] = Counter()
         self._scanner = RowScanner(contract, pii=self.name == "pii", secrets=self.name == "secret")
+        self._recall_config = _recall_config(contract, self._scanner)
         # what `gate scrub` keeps (the contract's `scrub.operators`, e.g. `URL: keep`) is not a finding: one rule
         self._scrub = ScrubRules.of(contract)
 
@@ -53,11 +73,9 @@ class _DetectorCheck(Check):
         raise NotImplementedError
 
     def map(self, batch: Batch) -> Any:
-        from gate.pii import snippet, snippet_window
-
         scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
         texts = kept = 0
-        todo: list[tuple[int, str | None, Any, list[Any], list[tuple[int, int]]]] = []
+        todo: list[tuple[int, str | None, Any, list[Any]]] = []
         for (line, row), fields in zip(batch.rows, scanned, strict=True):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
@@ -65,17 +83,26 @@ class _DetectorCheck(Check):
                 hits = [h for h in self._hits(fh) if self._scrub.hit_operator(h) != "keep"]
                 kept += len(self._hits(fh)) - len(hits)
                 if hits:
-                    windows = [snippet_window(fh.text, fh.pii + fh.secrets, focus=h) for h in hits]
-                    todo.append((line, rid, fh, hits, windows))
-        hulls = [(fh.text, min(w[0] for w in ws), max(w[1] for w in ws)) for _, _, fh, _, ws in todo]
+                    todo.append((line, rid, fh, hits))
+        snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
-        for (line, rid, fh, hits, _), extra in zip(todo, _recall(hulls, self._scanner), strict=True):
-            for hit in hits:
+        for (line, rid, fh, hits), shown in zip(todo, snippets, strict=True):
+            for hit, snip in zip(hits, shown, strict=True):
                 rule, message = self._describe(hit)
                 findings.append(Finding(self.name, batch.split, line, fh.path, rule, "error",
-                                        f"{message} at characters {hit.start}-{hit.end}",
-                                        snippet(fh.text, fh.pii + fh.secrets, focus=hit, extra=extra), rid))
+                                        f"{message} at characters {hit.start}-{hit.end}", snip, rid))
         return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts, "kept_by_scrub_rule": kept})
+
+    def _snippets(self, todo: list[tuple[int, str | None, Any, list[Any]]]) -> list[list[str | None]]:
+        """Per field with hits, the snippet of each hit: windows, one recall scan per field, context masking.
+        Not called for `--snippets none` (`RunContext.snippets`), which would throw all of it away."""
+        from gate.pii import snippet, snippet_window
+
+        windows = [[snippet_window(fh.text, fh.pii + fh.secrets, focus=h) for h in hits] for _, _, fh, hits in todo]
+        hulls = [(fh.text, min(w[0] for w in ws), max(w[1] for w in ws))
+                 for (_, _, fh, _), ws in zip(todo, windows, strict=True)]
+        return [[snippet(fh.text, fh.pii + fh.secrets, focus=h, extra=extra) for h in hits]
+                for (_, _, fh, hits), extra in zip(todo, _recall(hulls, self._recall_config), strict=True)]
 
     def reduce(self, partial: Any) -> None:
         findings, counts = partial
