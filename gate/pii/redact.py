@@ -14,9 +14,11 @@ punctuation. Every other token is shape-masked, spaCy-style: "Naomi" becomes "Xx
 "Xxxx", "19" "dd" (runs of one shape capped at four, so a shape does not even tell a long value's length). A
 name, place or number the recognisers missed (lower case, non-English, unusual) is never shown, whatever its
 case or spelling (issue 30 item 2); only the shape of a word tells that something was there. E-mail, URL and
-domain shapes and long opaque tokens keep the one-character hints of `redact_value`. The `pii` and `secret`
-checks add the spans of a recall scan (`gate.pii.presidio_engine.recall_spans_texts`), each a typed placeholder
-(<PERSON>) rather than a shape. This is the one module that makes snippets: `snippet` for a text
+domain shapes and long opaque tokens keep the one-character hints of `redact_value`. With NER on, the `pii` and
+`secret` checks add the spans the NER model tags (`gate.pii.presidio_engine.recall_spans_texts`), each a typed
+placeholder (<PERSON>) rather than a shape: what the allowlist shows is a name made only of common words ("Will
+White"); with NER off no model is loaded and the allowlist alone masks. This is the one module that makes
+snippets: `snippet` for a text
 with hits, `value_snippet` for a value a check quotes; `mask_ident` masks identifiers (row ids, file, split and
 field names) that look like personal data or secrets.
 """
