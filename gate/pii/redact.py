@@ -18,9 +18,8 @@ domain shapes and long opaque tokens keep the one-character hints of `redact_val
 `secret` checks add the spans the NER model tags (`gate.pii.presidio_engine.recall_spans_texts`), each a typed
 placeholder (<PERSON>) rather than a shape: what the allowlist shows is a name made only of common words ("Will
 White"); with NER off no model is loaded and the allowlist alone masks. This is the one module that makes
-snippets: `snippet` for a text
-with hits, `value_snippet` for a value a check quotes; `mask_ident` masks identifiers (row ids, file, split and
-field names) that look like personal data or secrets.
+snippets: `snippet` for a text with hits, `value_snippet` for a value a check quotes; `mask_ident` masks
+identifiers (row ids, file, split and field names) that look like personal data or secrets.
 """
 
 from __future__ import annotations
