@@ -32,7 +32,7 @@ def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[
     try:
         from gate.pii import ner_available, recall_spans_texts
 
-        if not ner_available(config):
+        if config is None or not ner_available(config):
             return [[] for _ in fields]
         found = recall_spans_texts([t[lo:hi] for t, lo, hi in fields], config)
     except ImportError:  # presidio not installed (a secret-only machine): the allowlist alone
@@ -40,7 +40,7 @@ def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[
     return [[(lo + s, lo + e, lab) for s, e, lab in spans] for (_, lo, _), spans in zip(fields, found, strict=True)]
 
 
-def _recall_config(contract: Contract, scanner: RowScanner) -> Any:
+def _recall_config(contract: Contract, scanner: RowScanner) -> Any | None:
     """The PII configuration the recall scan follows: the `pii` check's own, also for the `secret` check (whose
     snippets must not load a NER model the contract turned off); the defaults when `checks.pii` is invalid (the
     `pii` check reports that, a `--checks secret` run need not)."""
@@ -55,6 +55,8 @@ def _recall_config(contract: Contract, scanner: RowScanner) -> Any:
         from gate.pii.config import PiiConfig
 
         return PiiConfig()
+    except ImportError:  # presidio not installed (a secret-only machine): no recall scan
+        return None
 
 
 class _DetectorCheck(Check):
