@@ -182,3 +182,27 @@ def test_normal_patterns_validate_and_reject_as_before(tmp_path: Path) -> None:
         (2, "field.pattern"), (3, "field.pattern"), (4, "field.pattern"), (5, "field.pattern")]
     assert [line for line, _, rule in found if rule == "refusal"] == [6], found
     assert [line for line, _, rule in found if rule == "output.schema"] == [7], found
+
+
+@pytest.mark.parametrize("pattern,text,matches", [
+    (r"^\u00e9$", "é", True), (r"^\u{1F600}$", "\U0001F600", True), (r"^\ud83d\ude00$", "\U0001F600", True),
+    (r"^a.b$", "a\rb", False), (r"^a.b$", "a\u2028b", False), (r"^a.b$", "a-b", True),
+    (r"^\s$", "\u00a0", True), (r"^[\s]$", "\ufeff", True), (r"^\S$", "\u3000", False), (r"^[^\s]$", "x", True),
+    (r"^\p{Letter}+$", "héllo", True), (r"^\p{digit}+$", "\u09ea", True), (r"^\P{sc=Greek}$", "α", False),
+    (r"^\d$", "\u0967", False), (r"^abc$", "abc\n", False),
+])
+def test_schema_patterns_keep_their_ecma_262_meaning_on_re2(pattern: str, text: str, matches: bool) -> None:
+    """RE2 spells some ECMA-262 constructs differently or not at all (`\\u`, long property names) and gives `.`
+    and `\\s` other sets: the translation keeps what the schema author meant (regress agrees on each case)."""
+    from gate.contract import schemas
+
+    assert (schemas.schema_regex(pattern).search(text) is not None) is matches
+    assert (schemas.ecma_regex(pattern).find(text) is not None) is matches  # the ECMA-262 engine's answer
+
+
+def test_python_end_of_text_escape_is_read_as_re2s() -> None:
+    from gate.contract.patterns import compile_pattern, problem
+
+    assert problem(r"^tri-\d{6}\Z") is None
+    rx = compile_pattern(r"^tri-\d{6}\Z")
+    assert rx.search("tri-123456") and not rx.search("tri-123456\n") and not rx.search("tri-1234567")
