@@ -1,5 +1,9 @@
 """Column-level and distribution rules of a contract, compiled to great-expectations and run in ephemeral mode.
 
+A field's `pattern` is matched by RE2 (gate.contract.patterns), not by great-expectations' own regex expectation
+(pandas `str.contains`, Python's backtracking `re`): each value's match (search, as before) becomes a column
+that an in-set expectation reads, so great-expectations still counts, indexes and reports the failures.
+
 great-expectations is imported here and only here, when the first dataset is validated, so `gate --help`
 stays fast. The context is ephemeral: no files, no network, no analytics.
 """
@@ -72,11 +76,32 @@ def _expectation(gx: Any, r: ColumnRule) -> Any:
     if r.kind == "unique":
         return gx.expectations.ExpectColumnValuesToBeUnique(column=r.column)
     if r.kind == "regex":
-        return gx.expectations.ExpectColumnValuesToMatchRegex(column=r.column, regex=kw["regex"])
+        return gx.expectations.ExpectColumnValuesToBeInSet(column=_matched_column(r.column), value_set=[True])
     if r.kind == "lengths":
         return gx.expectations.ExpectColumnValueLengthsToBeBetween(
             column=r.column, min_value=kw.get("min_value"), max_value=kw.get("max_value"))
     raise ValueError(r.kind)
+
+
+def _matched_column(column: str) -> str:
+    return f"__re2_match__{column}"
+
+
+def _add_matches(rules: list[ColumnRule], frame: Any) -> Any:
+    """The frame with, per regex rule, whether RE2 finds the pattern in each value (as text; None stays None,
+    and great-expectations skips it as it skipped the null before)."""
+    from gate.contract.patterns import compile_pattern
+
+    regex_rules = [r for r in rules if r.kind == "regex"]
+    if not regex_rules:
+        return frame
+    frame = frame.copy(deep=False)
+    for r in regex_rules:
+        rx = compile_pattern(dict(r.kwargs)["regex"])
+        frame[_matched_column(r.column)] = [
+            None if v is None or v != v else rx.search(v if isinstance(v, str) else str(v)) is not None
+            for v in frame[r.column].tolist()]
+    return frame
 
 
 _CONTEXT: list[Any] = []  # one ephemeral context and pandas datasource per process, created on first use
@@ -107,6 +132,7 @@ def run_rules(rules: list[ColumnRule], frame: Any) -> list[RuleOutcome]:
 
     import great_expectations as gx
 
+    frame = _add_matches(rules, frame)
     source = _datasource()
     asset_name = f"rows-{uuid.uuid4().hex[:12]}"
     asset = source.add_dataframe_asset(name=asset_name)
@@ -119,7 +145,7 @@ def run_rules(rules: list[ColumnRule], frame: Any) -> list[RuleOutcome]:
               for res in result.results}
     outcomes = []
     for r, exp in zip(rules, suite.expectations, strict=True):
-        res = by_key[(exp.expectation_type, r.column)]
+        res = by_key[(exp.expectation_type, _matched_column(r.column) if r.kind == "regex" else r.column)]
         info = res.result or {}
         exc = res.exception_info or {}
         error = exc.get("exception_message") if exc.get("raised_exception") else None

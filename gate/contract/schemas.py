@@ -8,10 +8,13 @@ Schemas come from contracts, scorecards and datasets, i.e. from pull requests no
   the document itself (JSON pointers, `$anchor`, embedded `$id` resources) and the JSON Schema meta-schemas
   (bundled by jsonschema-specifications) resolve. `check_schema` walks every `$ref`/`$dynamicRef` at load time
   so a reference that would be refused is one line naming the file, the place and the ref, before any row is read.
-- **ECMA-262 regular expressions.** JSON Schema's `pattern`, `patternProperties` and `format: regex` are
-  ECMA-262; Python's `re` differs (`\\p{Letter}` does not compile, `$` matches before a trailing newline, `\\d`
-  matches any Unicode digit). They run on `regress` (the Rust ECMA-262 engine); a pattern it cannot compile is
-  refused at load.
+- **ECMA-262 regular expressions, matched in linear time.** JSON Schema's `pattern`, `patternProperties` and
+  `format: regex` are ECMA-262; Python's `re` differs (`\\p{Letter}` does not compile, `$` matches before a
+  trailing newline, `\\d` matches any Unicode digit). A schema pattern must compile on `regress` (the Rust
+  ECMA-262 engine, so it means what the schema author meant) and is then matched by RE2 (gate.contract.patterns):
+  a backtracking engine takes exponential time on one crafted string (`^(a|aa)+$`), RE2 never does. A pattern
+  RE2 cannot run (lookaround, backreference) is refused at load. `unevaluatedProperties`, which reads
+  `patternProperties` too, is gate's own keyword here for the same reason.
 - **Formats asserted on purpose.** `format` is an annotation unless a checker asserts it; `format_checker`
   asserts exactly the listed formats (each needs an installed checker); by default every installed one except
   those whose checker is too loose to trust (`LOOSE_FORMATS`, e.g. `email`: only an '@' is checked), so a
@@ -158,29 +161,42 @@ def format_checker(formats: Iterable[str] | None = None) -> Any:
     return checker
 
 
+def schema_regex(pattern: str) -> Any:
+    """The RE2 program for a schema pattern: valid ECMA-262 first (SchemaProblem otherwise), then RE2 with
+    ECMA-262's meaning (gate.contract.patterns); SchemaProblem when RE2 cannot run it."""
+    from gate.contract.patterns import PatternProblem, compile_pattern
+
+    ecma_regex(pattern)
+    try:
+        return compile_pattern(pattern, "ecma")
+    except PatternProblem as exc:
+        raise SchemaProblem(f"pattern {pattern[:60]!r} refused: {exc}") from None
+
+
 def _ecma_keywords() -> dict[str, Any]:
-    """`pattern`, `patternProperties` and `additionalProperties` (which reads the patterns) on ECMA-262."""
+    """`pattern`, `patternProperties`, and `additionalProperties` and `unevaluatedProperties` (which read the
+    patterns), matched by RE2: jsonschema's own use Python's `re`, which can backtrack for minutes on one row."""
     from jsonschema import ValidationError
 
     def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[Any]:
-        if validator.is_type(instance, "string") and ecma_regex(patrn).find(instance) is None:
+        if validator.is_type(instance, "string") and schema_regex(patrn).search(instance) is None:
             yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
     def pattern_properties(validator: Any, pprops: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
         if not validator.is_type(instance, "object"):
             return
         for patrn, subschema in pprops.items():
-            rx = ecma_regex(patrn)
+            rx = schema_regex(patrn)
             for k, v in instance.items():
-                if rx.find(k) is not None:
+                if rx.search(k) is not None:
                     yield from validator.descend(v, subschema, path=k, schema_path=patrn)
 
     def additional_properties(validator: Any, ap: Any, instance: Any, schema: Any) -> Iterator[Any]:
         if not validator.is_type(instance, "object"):
             return
         props = schema.get("properties", {})
-        rxs = [ecma_regex(p) for p in schema.get("patternProperties", {})]
-        extras = [k for k in instance if k not in props and not any(r.find(k) is not None for r in rxs)]
+        rxs = [schema_regex(p) for p in schema.get("patternProperties", {})]
+        extras = [k for k in instance if k not in props and not any(r.search(k) is not None for r in rxs)]
         if validator.is_type(ap, "object"):
             for extra in extras:
                 yield from validator.descend(instance[extra], ap, path=extra)
@@ -188,8 +204,60 @@ def _ecma_keywords() -> dict[str, Any]:
             yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, sorted(extras)))} "
                                   f"{'was' if len(extras) == 1 else 'were'} unexpected)")
 
+    def unevaluated_properties(validator: Any, uprops: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        evaluated = _evaluated_keys(validator, instance, schema)
+        bad = [k for k in instance if k not in evaluated and any(True for _ in validator.descend(
+            instance[k], uprops, path=k, schema_path=k))]
+        if bad and uprops is False:
+            yield ValidationError(f"Unevaluated properties are not allowed ({', '.join(map(repr, sorted(bad)))} "
+                                  f"{'was' if len(bad) == 1 else 'were'} unexpected)")
+        elif bad:
+            yield ValidationError(f"Unevaluated properties are not valid under the given schema "
+                                  f"({', '.join(map(repr, bad))} {'was' if len(bad) == 1 else 'were'} "
+                                  "unevaluated and invalid)")
+
     return {"pattern": pattern, "patternProperties": pattern_properties,
-            "additionalProperties": additional_properties}
+            "additionalProperties": additional_properties, "unevaluatedProperties": unevaluated_properties}
+
+
+def _evaluated_keys(validator: Any, instance: Any, schema: Any) -> set[str]:
+    """jsonschema's `find_evaluated_property_keys_by_schema` (4.x), with patternProperties matched by RE2."""
+    if validator.is_type(schema, "boolean"):
+        return set()
+    keys: set[str] = set()
+    for kw in ("$ref", "$dynamicRef"):
+        ref = schema.get(kw)
+        if ref is not None:
+            resolved = validator._resolver.lookup(ref)
+            keys |= _evaluated_keys(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
+                                    instance, resolved.contents)
+    props = schema.get("properties")
+    if validator.is_type(props, "object"):
+        keys |= props.keys() & instance.keys()
+    for kw in ("additionalProperties", "unevaluatedProperties"):
+        sub = schema.get(kw)
+        if sub is not None:
+            keys |= {k for k, v in instance.items() if not any(True for _ in validator.descend(v, sub))}
+    if "patternProperties" in schema:
+        rxs = [schema_regex(p) for p in schema["patternProperties"]]
+        keys |= {k for k in instance if any(r.search(k) is not None for r in rxs)}
+    for prop, sub in (schema.get("dependentSchemas") or {}).items():
+        if prop in instance:
+            keys |= _evaluated_keys(validator, instance, sub)
+    for kw in ("allOf", "oneOf", "anyOf"):
+        for sub in schema.get(kw, []):
+            if not any(True for _ in validator.descend(instance, sub)):
+                keys |= _evaluated_keys(validator, instance, sub)
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            keys |= _evaluated_keys(validator, instance, schema["if"])
+            if "then" in schema:
+                keys |= _evaluated_keys(validator, instance, schema["then"])
+        elif "else" in schema:
+            keys |= _evaluated_keys(validator, instance, schema["else"])
+    return keys
 
 
 @functools.lru_cache(maxsize=16)
@@ -218,7 +286,7 @@ def check_schema(schema: Any, *, formats: Iterable[str] | None = None) -> None:
     err = best_match(_meta_validator().iter_errors(schema))
     if err is not None:
         if err.validator == "format" and err.validator_value == "regex" and isinstance(err.instance, str):
-            _pattern_ok(err.instance, list(err.absolute_path), python_too=False)  # says why, as ECMA-262 sees it
+            _pattern_ok(err.instance, list(err.absolute_path))  # says why, as ECMA-262 sees it
         raise SchemaProblem(f"invalid JSON Schema: {err.message}", list(err.absolute_path))
     if formats is not None:
         format_checker(formats)
@@ -278,7 +346,7 @@ def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool,
         same += [(sub, kw) for kw in _IN_PLACE_MAP if isinstance(node.get(kw), dict) for sub in node[kw].values()]
         graph[id(node)] = (path, same)
     if isinstance(node.get("pattern"), str):
-        _pattern_ok(node["pattern"], [*path, "pattern"], python_too=False)
+        _pattern_ok(node["pattern"], [*path, "pattern"])
     for kw in _ONE:
         if kw in node:
             _walk(resolver, node[kw], [*path, kw], unevaluated, graph)
@@ -290,8 +358,7 @@ def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool,
         if isinstance(node.get(kw), dict):
             for name, sub in node[kw].items():
                 if kw == "patternProperties":
-                    # unevaluatedProperties reads patternProperties through jsonschema's own (Python `re`) code
-                    _pattern_ok(name, [*path, kw, name], python_too=unevaluated)
+                    _pattern_ok(name, [*path, kw, name])
                 _walk(resolver, sub, [*path, kw, name], unevaluated, graph)
 
 
@@ -329,20 +396,9 @@ def _refuse_ref_loops(graph: dict[int, tuple[list[Any], list[tuple[Any, str]]]])
                 stack.pop()
 
 
-def _pattern_ok(pattern: str, path: list[Any], python_too: bool) -> None:
+def _pattern_ok(pattern: str, path: list[Any]) -> None:
+    """ECMA-262 (what the schema means) and runnable by RE2 (what matches it, in linear time)."""
     try:
-        ecma_regex(pattern)
+        schema_regex(pattern)
     except SchemaProblem as exc:
         raise SchemaProblem(exc.message, path) from None
-    from gate.contract.redos import problem
-
-    why = problem(pattern)  # regress backtracks: a pattern that can blow up on one string is refused here
-    if why:
-        raise SchemaProblem(f"pattern {pattern[:60]!r} refused: {why}", path)
-    if python_too:
-        try:
-            re.compile(pattern)
-        except re.error:
-            raise SchemaProblem(f"pattern {pattern[:60]!r} is ECMA-262 but not Python regex syntax, and "
-                                "unevaluatedProperties reads patternProperties with Python's re: rewrite it or "
-                                "drop unevaluatedProperties", path) from None

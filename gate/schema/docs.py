@@ -24,7 +24,8 @@ CONTRACT: dict[str, dict[str, Any]] = {
     "fields.<name>.type": {"description": "Value type; datetime is an ISO 8601 string.", "examples": ["string"]},
     "fields.<name>.required": {"description": "Every row has a non-null value.", "default": False},
     "fields.<name>.unique": {"description": "No two rows share a value.", "default": False},
-    "fields.<name>.pattern": {"description": "Python regular expression the whole value must match.",
+    "fields.<name>.pattern": {"description": "Regular expression (RE2 syntax, matched in linear time) the value "
+                                             "must contain; anchor it (^...$) to match the whole value.",
                               "examples": ["^tri-[0-9]{6}$"]},
     "fields.<name>.allowed": {"description": "The only values allowed (what other tools call `enum`).",
                               "examples": [["postgres", "sqlite"]]},

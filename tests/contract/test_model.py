@@ -71,12 +71,14 @@ def test_missing_contract_file(tmp_path):
         load_contract(tmp_path / "nope.yaml")
 
 
-def test_ambiguous_regex_is_a_line_numbered_error_not_a_warning(tmp_path, recwarn):
+def test_bad_regex_is_a_line_numbered_error_not_a_warning(tmp_path, recwarn):
+    """`[a--b]` made Python warn (FutureWarning) at load; RE2, which matches the patterns, refuses it."""
     text = (CONTRACTS / "triage.yaml").read_text().replace("pattern: '^tri-", "pattern: '[a--b]^tri-", 1)
     p = tmp_path / "c.yaml"
     p.write_text(text)
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if "[a--b]" in ln)
     with pytest.raises(ContractError) as exc:
         load_contract(p)
-    assert f"c.yaml:{line}: fields.id.pattern: ambiguous regular expression" in str(exc.value)
+    assert f"c.yaml:{line}: fields.id.pattern: regular expression refused: invalid regular expression for RE2" \
+        in str(exc.value)
     assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]

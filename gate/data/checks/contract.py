@@ -21,6 +21,7 @@ from gate.contract import schemas
 from gate.contract.expectations import compile_rules, run_rules
 from gate.contract.meta import NO_OPTIONS
 from gate.contract.model import Contract, thaw
+from gate.contract.patterns import combine, compile_pattern
 from gate.contract.rows import fast_row_check, row_schema
 from gate.data.base import Batch, Check, Finding
 from gate.data.text import message_text
@@ -123,8 +124,11 @@ class ContractCheck(Check):
                                                              "parameters": thaw(t.parameters)}} for t in c.tools]
         self._catalogue_key = _norm_tools(self._row_tools)
         refusal = c.refusal or {}
-        self._refusal_rx = _combine(refusal.get("when_user_matches", ()))
-        self._refusal_text = re.compile(refusal["expect_text_matches"]) if refusal.get("expect_text_matches") else None
+        # RE2 (gate.contract.patterns): linear in the text, whatever the pattern a pull request wrote
+        rx = combine(refusal.get("when_user_matches", ()))
+        self._refusal_rx = [rx] if rx is not None else []
+        self._refusal_text = (compile_pattern(refusal["expect_text_matches"])
+                              if refusal.get("expect_text_matches") else None)
         self._refusal_output = dict(refusal.get("expect_output") or {})
         self._forbid_tools = bool(refusal.get("forbid_tool_calls"))
         self._missing = c.missing_information
@@ -366,23 +370,6 @@ class ContractCheck(Check):
     def details(self) -> dict[str, Any]:
         return {"rules": Counter(f.rule for f in self.findings), "expectations": len(self._rules),
                 "engine": "jsonschema (Draft 2020-12) + great-expectations (ephemeral)"}
-
-
-def _combine(patterns: Any) -> list[re.Pattern[str]]:
-    """One alternation instead of one pass per pattern; patterns with their own inline flags stay separate."""
-    plain = [p for p in patterns if not p.startswith("(?")]
-    flagged = [p for p in patterns if p.startswith("(?")]
-    out = [re.compile("|".join(f"(?:{p})" for p in plain))] if plain else []
-    by_flags: dict[str, list[str]] = {}
-    for p in flagged:
-        m = re.match(r"\(\?([aiLmsux]+)\)", p)
-        if m:
-            by_flags.setdefault(m.group(1), []).append(p[m.end():])
-        else:
-            out.append(re.compile(p))
-    for flags, body in by_flags.items():
-        out.append(re.compile(f"(?{flags})" + "|".join(f"(?:{b})" for b in body)))
-    return out
 
 
 def _norm_tools(tools: Any) -> Any:

@@ -8,7 +8,6 @@ later as a plug-in; this method is the auditable baseline.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gate.score.extract import strict_json
@@ -54,7 +53,9 @@ class Refusal:
         if method == "field" and not field:
             raise ValueError("method 'field' needs a field")
         self.method = method
-        self.patterns = tuple(re.compile(p) for p in (patterns or DEFAULT_PATTERNS))
+        from gate.contract.patterns import compile_pattern  # RE2: a scorecard's pattern runs in linear time
+
+        self.patterns = tuple(compile_pattern(p) for p in (patterns or DEFAULT_PATTERNS))
         self.field = field
         self.refuse_values = tuple(refuse_values or ("refuse",))
         self.expected_key = expected_key
