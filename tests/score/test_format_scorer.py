@@ -125,11 +125,13 @@ def test_unique_items_is_judged_on_the_whole_array():
 
 
 # -- 16.10: an item the scorer cannot judge is a failure with its reason
-def test_an_item_the_validator_cannot_judge_counts_as_a_failure():
-    s = score({"$ref": "#"}, '{"a": 1}')  # resolves, but validating it never ends
-    assert s.value["strict_parse"] == 1.0 and s.value["schema_valid"] == 0.0
-    assert s.value["schema_valid_flexible"] == 0.0
-    assert s.metadata["error"] == "unscorable" and s.explanation.startswith("cannot validate")
+def test_a_schema_whose_validation_never_ends_is_refused_before_any_item_is_scored():
+    """`$ref: '#'` resolves, but validating against it never ends: it used to reach scoring (each item then counted
+    as unscorable); the schema check now refuses such a loop when the scorer is built (issue 27 item 12)."""
+    from gate.contract.schemas import SchemaProblem
+
+    with pytest.raises(SchemaProblem, match="loops back"):
+        FormatValidity({"$ref": "#"})
 
 
 def test_a_remote_ref_never_reaches_scoring():
