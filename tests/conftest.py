@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal, overload
 
 import pytest
 
@@ -66,23 +67,46 @@ def triage_contract_module():
     return load_contract(CONTRACTS / "triage.yaml")
 
 
-def gate_inprocess(*args: str) -> tuple[int, str]:
+@overload
+def gate_inprocess(*args: str, split: Literal[False] = False) -> tuple[int, str]: ...
+
+
+@overload
+def gate_inprocess(*args: str, split: Literal[True]) -> subprocess.CompletedProcess[str]: ...
+
+
+def gate_inprocess(*args: str, split: bool = False) -> tuple[int, str] | subprocess.CompletedProcess[str]:
     """The real entry point (`gate.cli.main`, which maps errors to exit codes) in this process: a subprocess costs
-    seconds of imports on a loaded 2-core box. Tests of bad input still go through `run_gate` (a subprocess)."""
+    seconds of imports on a loaded 2-core box. Tests of bad input still go through `run_gate` (a subprocess).
+
+    `split=True` keeps stdout and stderr apart and answers in `run_gate`'s shape (returncode, stdout, stderr), for
+    tests that assert what goes where ("nothing on stdout", "one line on stderr"). The environment and working
+    directory are the test's own: set what `run_gate` set with the `run_gate_env` fixture and `monkeypatch.chdir`."""
     import contextlib
     import io
 
     from gate.cli import main
 
-    buf = io.StringIO()
+    out = io.StringIO()
+    err = out if not split else io.StringIO()
     argv = sys.argv
     sys.argv = ["gate", *args]
     try:
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             main()
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
         sys.argv = argv
-    return code, buf.getvalue()
+    if split:
+        return subprocess.CompletedProcess(["gate", *args], code, out.getvalue(), err.getvalue())
+    return code, out.getvalue()
+
+
+@pytest.fixture
+def run_gate_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `run_gate` gives its subprocess, for a test that calls `gate_inprocess` instead: CI=true (no live
+    progress) and no GITHUB_ACTIONS (no workflow annotations)."""
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

@@ -6,8 +6,12 @@ from __future__ import annotations
 import re
 
 import duckdb
+import pytest
 
-from tests.conftest import CONTRACTS, run_gate, triage_row, write_jsonl
+from tests.conftest import CONTRACTS, gate_inprocess, triage_row, write_jsonl
+
+# the CLI calls run the entry point in-process, in run_gate's environment (CI=true, no GITHUB_ACTIONS)
+pytestmark = pytest.mark.usefixtures("run_gate_env")
 
 
 def test_the_verdict_line_names_the_recorded_run_in_quiet_and_normal_mode(tmp_path):
@@ -15,8 +19,9 @@ def test_the_verdict_line_names_the_recorded_run_in_quiet_and_normal_mode(tmp_pa
     db = tmp_path / "gate.duckdb"
     ids = []
     for quiet in (["-q"], []):
-        res = run_gate("check", str(tmp_path / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--checks",
-                       "contract,exact_duplicate", "--db", str(db), "-o", str(tmp_path / "rep"), *quiet)
+        res = gate_inprocess("check", str(tmp_path / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--checks",
+                             "contract,exact_duplicate", "--db", str(db), "-o", str(tmp_path / "rep"), *quiet,
+                             split=True)
         assert res.returncode == 0, res.stderr
         verdict = [ln for ln in res.stdout.splitlines() if ln.startswith("PASS ")]
         assert len(verdict) == 1, res.stdout
@@ -26,6 +31,6 @@ def test_the_verdict_line_names_the_recorded_run_in_quiet_and_normal_mode(tmp_pa
     with duckdb.connect(str(db), read_only=True) as con:
         recorded = {r for (r,) in con.execute("SELECT run_id FROM runs WHERE kind = 'check'").fetchall()}
     assert set(ids) == recorded and len(recorded) == 2
-    res = run_gate("check", str(tmp_path / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--checks", "contract",
-                   "--no-db", "-q", "-o", str(tmp_path / "rep"))
+    res = gate_inprocess("check", str(tmp_path / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--checks", "contract",
+                         "--no-db", "-q", "-o", str(tmp_path / "rep"), split=True)
     assert re.search(r", run [0-9a-f]{16} \(not recorded\) → ", res.stdout), res.stdout

@@ -7,7 +7,11 @@ import sys
 
 import pytest
 
-from tests.conftest import CONTRACTS, run_gate, triage_row, write_jsonl
+from tests.conftest import CONTRACTS, gate_inprocess, run_gate, triage_row, write_jsonl
+
+# What run_gate gave its subprocess (CI=true, no GITHUB_ACTIONS), for the tests that call the entry point in-process;
+# the ones about the process itself (imports of --help, one bad input end to end) still start `python -m gate`.
+pytestmark = pytest.mark.usefixtures("run_gate_env")
 
 
 def _digest(path):
@@ -29,8 +33,8 @@ def test_check_pass_and_fail_exit_codes_reports_and_record(tmp_path):
     write_jsonl(good / "train.jsonl", [triage_row(i, f"ticket {i} about a broken {i} widget") for i in range(20)])
     db = tmp_path / "g.duckdb"
     only = ("--checks", "contract,exact_duplicate")
-    res = run_gate("check", str(good), "--contract", str(CONTRACTS / "triage.yaml"), "--report-dir",
-                   str(tmp_path / "rep"), "--db", str(db), *only)
+    res = gate_inprocess("check", str(good), "--contract", str(CONTRACTS / "triage.yaml"), "--report-dir",
+                         str(tmp_path / "rep"), "--db", str(db), *only, split=True)
     assert res.returncode == 0, res.stderr
     assert "PASS" in res.stdout
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
@@ -42,8 +46,8 @@ def test_check_pass_and_fail_exit_codes_reports_and_record(tmp_path):
     rows[4]["source"] = "carrier-pigeon"
     rows[9] = {**rows[2], "id": "tri-000099"}
     write_jsonl(bad / "train.jsonl", rows)
-    res = run_gate("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep2"),
-                   "--db", str(db), *only)
+    res = gate_inprocess("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep2"),
+                         "--db", str(db), *only, split=True)
     assert res.returncode == 100, res.stderr
     report = json.loads((tmp_path / "rep2" / "report.json").read_text())
     assert report["verdict"] == "fail"
@@ -63,7 +67,7 @@ def test_check_pass_and_fail_exit_codes_reports_and_record(tmp_path):
     con.close()
 
 
-def test_junit_and_github_annotations(tmp_path):
+def test_junit_and_github_annotations(tmp_path, monkeypatch):
     import xml.etree.ElementTree as ET
 
     bad = tmp_path / "bad"
@@ -71,9 +75,10 @@ def test_junit_and_github_annotations(tmp_path):
     rows[1]["language"] = "fr"
     write_jsonl(bad / "train.jsonl", rows)
     summary = tmp_path / "summary.md"
-    res = run_gate("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"), "--no-db",
-                   "--checks", "contract,exact_duplicate",
-                   env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    res = gate_inprocess("check", str(bad), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"),
+                         "--no-db", "--checks", "contract,exact_duplicate", split=True)
     assert res.returncode == 100
     assert f"::error file={bad / 'train.jsonl'},line=2,title=gate contract::language: language.allowed" in res.stdout
     assert summary.read_text().startswith("## gate check")
@@ -93,13 +98,16 @@ BAD_INPUTS = {
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
 def test_bad_input_is_one_line_exit_1_no_report_input_unchanged(tmp_path, case):
+    """In-process for every case but one: "malformed" still runs `python -m gate`, so a real process is seen to
+    print the one line and nothing else (no traceback from a thread or a logging handler set up at import)."""
     content, needle = BAD_INPUTS[case]
     ds = tmp_path / "ds"
     ds.mkdir()
     (ds / "train.jsonl").write_bytes(content)
     before = _digest(ds)
-    res = run_gate("check", str(ds), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"),
-                   "--db", str(tmp_path / "g.duckdb"))
+    args = ("check", str(ds), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"),
+            "--db", str(tmp_path / "g.duckdb"))
+    res = run_gate(*args) if case == "malformed" else gate_inprocess(*args, split=True)
     assert res.returncode == 1
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], res.stderr
@@ -115,33 +123,33 @@ def test_old_report_survives_a_failed_run(tmp_path):
     rep = tmp_path / "rep"
     args = ("check", str(good), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(rep), "--no-db", "--checks",
             "contract")
-    assert run_gate(*args).returncode == 0
+    assert gate_inprocess(*args)[0] == 0
     before = (rep / "report.json").read_text()
     (good / "train.jsonl").write_text("{oops\n")
-    assert run_gate(*args).returncode == 1
+    assert gate_inprocess(*args)[0] == 1
     assert (rep / "report.json").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good", "rep"]
 
 
 def test_missing_file_contract_typo_and_usage(tmp_path):
-    res = run_gate("check", str(tmp_path / "nope"), "-c", str(CONTRACTS / "triage.yaml"), "--no-db")
+    res = gate_inprocess("check", str(tmp_path / "nope"), "-c", str(CONTRACTS / "triage.yaml"), "--no-db", split=True)
     assert res.returncode == 1 and "no such file or directory" in res.stderr
     bad = tmp_path / "c.yaml"
     bad.write_text((CONTRACTS / "triage.yaml").read_text().replace("group_key:", "grup_key:"))
     write_jsonl(tmp_path / "ds" / "train.jsonl", [triage_row(1)])
-    res = run_gate("check", str(tmp_path / "ds"), "-c", str(bad), "--no-db")
+    res = gate_inprocess("check", str(tmp_path / "ds"), "-c", str(bad), "--no-db", split=True)
     assert res.returncode == 1
     assert "unknown key 'grup_key' (did you mean 'group_key'?)" in res.stderr
     assert res.stderr.count("\n") == 1
-    res = run_gate("check", str(tmp_path / "ds"))
+    res = gate_inprocess("check", str(tmp_path / "ds"), split=True)
     assert res.returncode == 2
 
 
 def test_a_50_mb_row_is_a_length_finding_not_a_crash(tmp_path):
     row = triage_row(1, "x " * (25 << 20))
     write_jsonl(tmp_path / "ds" / "train.jsonl", [row, triage_row(2)])
-    res = run_gate("check", str(tmp_path / "ds"), "-c", str(CONTRACTS / "triage.yaml"), "-o", str(tmp_path / "rep"),
-                   "--no-db", "--checks", "contract,length")
+    res = gate_inprocess("check", str(tmp_path / "ds"), "-c", str(CONTRACTS / "triage.yaml"), "-o",
+                         str(tmp_path / "rep"), "--no-db", "--checks", "contract,length", split=True)
     assert res.returncode == 100, res.stderr
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert [(f["check"], f["row"], f["rule"]) for f in report["findings"]] == [("length", 1, "length.row_chars")]

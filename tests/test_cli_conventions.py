@@ -4,16 +4,13 @@ everywhere, `-q` is always `--quiet` and exists on check, score, decide, promote
 `check --help` lists the check names. On 9f6a155 `check -o` was `--report-dir`, `--db` showed `<str>` and
 promote/score/release create had no `-q`."""
 
-import subprocess
-import sys
-
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from gate.cli import app
 from gate.names import CHECK_NAMES
-from tests.conftest import triage_row, write_jsonl
+from tests.conftest import gate_inprocess, triage_row, write_jsonl
 
 
 def _leaves():
@@ -74,9 +71,8 @@ def test_check_help_lists_every_check():
 def test_check_writes_its_report_where_each_spelling_says(tmp_path, spelling):
     write_jsonl(tmp_path / "data" / "train.jsonl", [triage_row(i) for i in range(3)])
     out = tmp_path / "rep"
-    res = subprocess.run([sys.executable, "-m", "gate", "check", str(tmp_path / "data"), "-c",
-                          "contracts/triage.yaml", "--checks", "contract", "--no-db", spelling, str(out), "-q"],
-                         capture_output=True, text=True)
+    res = gate_inprocess("check", str(tmp_path / "data"), "-c", "contracts/triage.yaml", "--checks", "contract",
+                         "--no-db", spelling, str(out), "-q", split=True)
     assert res.returncode in (0, 100), res.stderr
     assert (out / "report.json").is_file() and (out / "report.md").is_file()
 
@@ -87,10 +83,8 @@ def test_promote_quiet_is_the_verdict_line_only(tmp_path):
     db = str(tmp_path / "g.duckdb")
     seed = seed_small(db, scorecards=("triage",), releases=2)
     blocked = seed["releases"][0]
-    loud = subprocess.run([sys.executable, "-m", "gate", "promote", blocked, "--db", db], capture_output=True,
-                          text=True)
-    quiet = subprocess.run([sys.executable, "-m", "gate", "promote", blocked, "--db", db, "-q"],
-                           capture_output=True, text=True)
+    loud = gate_inprocess("promote", blocked, "--db", db, split=True)
+    quiet = gate_inprocess("promote", blocked, "--db", db, "-q", split=True)
     assert loud.returncode == quiet.returncode == 100
     assert len(loud.stdout.splitlines()) > 1 and "  - " in loud.stdout
     assert quiet.stdout.splitlines() == [f"REFUSED: {blocked} is not promoted; current is unchanged"]

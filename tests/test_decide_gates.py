@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.conftest import gate_inprocess, run_gate
+from tests.conftest import gate_inprocess
 
 N = 200
 
@@ -290,18 +290,19 @@ def test_baseline_only_says_when_training_is_not_needed(tmp_path: Path) -> None:
     assert code == 0 and data["verdict"] == "TARGET_NOT_MET" and "format-floor" in data["summary"]
 
 
+@pytest.mark.usefixtures("run_gate_env")
 def test_bad_inputs_are_one_line_exit_1(tmp_path: Path) -> None:
     card, db = make_scorecard(tmp_path, gates=GATES), tmp_path / "g.duckdb"
     args = ("decide", "--scorecard", str(card), "--db", str(db), "--out", str(tmp_path / "out"))
-    r = run_gate(*args)
+    r = gate_inprocess(*args, split=True)
     assert r.returncode == 1 and "no gate database" in r.stderr and "Traceback" not in r.stderr
     record_run(db, card, "baseline", {("task", "strict"): [1.0] * N}, comparison="c1")
-    r = run_gate(*args, "--candidate-run", "nope", "--baseline-run", "nope2")
+    r = gate_inprocess(*args, "--candidate-run", "nope", "--baseline-run", "nope2", split=True)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "nope" in r.stderr and not r.stdout
     assert not (tmp_path / "out").exists()
     bad = tmp_path / "bad.yaml"
     bad.write_text(card.read_text().replace("rule: superiority", "rule: superiority\n  margn: 1"))
-    r = run_gate("decide", "--scorecard", str(bad), "--db", str(db))
+    r = gate_inprocess("decide", "--scorecard", str(bad), "--db", str(db), split=True)
     assert r.returncode == 1 and "bad.yaml:" in r.stderr and "margn" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import CONTRACTS, FIXTURES, ROOT, run_gate, write_jsonl
+from tests.conftest import CONTRACTS, FIXTURES, ROOT, gate_inprocess, write_jsonl
 from tests.test_decide_gates import GATES, make_scorecard, pair, record_run
+
+pytestmark = pytest.mark.usefixtures("run_gate_env")
 
 
 def _sql(db: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -28,12 +30,19 @@ def _sha(p: Path) -> str:
 
 @pytest.fixture(scope="module")
 def record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("release")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CI", "true")
+        mp.delenv("GITHUB_ACTIONS", raising=False)
+        return _record(tmp_path_factory.mktemp("release"))
+
+
+def _record(tmp: Path) -> dict[str, Any]:
     db = tmp / "g.duckdb"
     checks = {}
     for name, code in (("triage-clean", 0), ("triage-faulty", 100)):
-        r = run_gate("check", str(FIXTURES / name), "-c", str(CONTRACTS / "triage.yaml"), "--checks",
-                     "exact_duplicate,group_split", "--db", str(db), "-o", str(tmp / name), "-q", "-j", "1")
+        r = gate_inprocess("check", str(FIXTURES / name), "-c", str(CONTRACTS / "triage.yaml"), "--checks",
+                           "exact_duplicate,group_split", "--db", str(db), "-o", str(tmp / name), "-q", "-j", "1",
+                           split=True)
         assert r.returncode == code, r.stdout + r.stderr
         checks[name] = _sql(db, f"SELECT run_id FROM runs WHERE dataset LIKE '%{name}' ORDER BY started_at DESC")[0][0]
     triggers = [{"name": "error-rate", "metric": "error", "aggregate": "mean", "above": 0.02, "min_samples": 10},
@@ -46,14 +55,15 @@ def record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         fb, fc = pair(rng, 0.95, 0.0)
         record_run(db, card, "baseline", {("task", "strict"): tb, ("fmt", "schema_valid"): fb}, comparison=label)
         record_run(db, card, "candidate", {("task", "strict"): tc, ("fmt", "schema_valid"): fc}, comparison=label)
-        r = run_gate("decide", "-s", str(card), "--db", str(db), "--comparison", label, "-o", str(tmp / label), "-q")
+        r = gate_inprocess("decide", "-s", str(card), "--db", str(db), "--comparison", label, "-o", str(tmp / label),
+                           "-q", split=True)
         assert r.returncode == (0 if label == "good" else 100), r.stdout + r.stderr
         decisions[label] = json.loads((tmp / label / "decision.json").read_text())["decision_id"]
     return {"tmp": tmp, "db": db, "card": card, "checks": checks, "decisions": decisions}
 
 
 def _gate(rec: dict[str, Any], *args: str) -> Any:
-    return run_gate(*args, "--db", str(rec["db"]))
+    return gate_inprocess(*args, "--db", str(rec["db"]), split=True)
 
 
 def test_release_record_pins_everything(record: dict[str, Any]) -> None:
@@ -90,7 +100,8 @@ def test_release_record_pins_everything(record: dict[str, Any]) -> None:
     assert _sql(record["db"], "SELECT count(*) FROM releases WHERE release_id = 'rel-x'")[0][0] == 0
 
 
-def test_release_stores_resolved_paths_and_hashes_not_relative_ones(record: dict[str, Any]) -> None:
+def test_release_stores_resolved_paths_and_hashes_not_relative_ones(record: dict[str, Any],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 18 item 20: `--base-model ../models/tiny-llama` typed in a work directory is stored as the absolute
     path it named, with the content hash of those weights; a hub id stays a hub id."""
     from gate.serve.engine import hash_path
@@ -100,22 +111,24 @@ def test_release_stores_resolved_paths_and_hashes_not_relative_ones(record: dict
     (model / "config.json").write_text('{"model_type": "llama"}')
     work = record["tmp"] / "work"
     work.mkdir()
-    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-paths",
-                 "--base-model", "../models/tiny-llama", "--db", str(record["db"]), cwd=work)
+    monkeypatch.chdir(work)
+    r = gate_inprocess("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-paths",
+                       "--base-model", "../models/tiny-llama", "--db", str(record["db"]), split=True)
     assert r.returncode == 0, r.stdout + r.stderr
     rel = json.loads(_gate(record, "release", "show", "rel-paths").stdout)
     assert rel["base_model"] == str(model.resolve())
     assert rel["base_revision"] == hash_path(model) and len(rel["base_revision"]) == 64
-    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-hub",
-                 "--base-model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--db", str(record["db"]), cwd=work)
+    r = gate_inprocess("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-hub",
+                       "--base-model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--db", str(record["db"]), split=True)
     assert r.returncode == 0, r.stdout + r.stderr
     rel = json.loads(_gate(record, "release", "show", "rel-hub").stdout)
     assert rel["base_model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and rel["base_revision"] == "h-baseline"
     # the score run's own relative model path (as `gate score models/baseline` stored it), from where it was typed
     here = record["tmp"] / "scored-here"
     (here / "models" / "baseline").mkdir(parents=True)
-    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-scored",
-                 "--db", str(record["db"]), cwd=here)
+    monkeypatch.chdir(here)
+    r = gate_inprocess("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-scored",
+                       "--db", str(record["db"]), split=True)
     assert r.returncode == 0, r.stdout + r.stderr
     rel = json.loads(_gate(record, "release", "show", "rel-scored").stdout)
     assert rel["base_model"] == str((here / "models" / "baseline").resolve()) and rel["base_revision"] == "h-baseline"
@@ -133,7 +146,8 @@ def test_release_create_on_a_record_without_score_runs_is_a_one_line_error(recor
     shutil.copy(record["db"], db)
     with duckdb.connect(str(db)) as con:
         con.execute("DROP TABLE score_runs")
-    r = run_gate("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-x", "--db", str(db))
+    r = gate_inprocess("release", "create", "--decision", record["decisions"]["good"], "--id", "rel-x", "--db",
+                       str(db), split=True)
     assert r.returncode == 1, r.stdout + r.stderr
     err = r.stderr.strip()
     assert len(err.splitlines()) == 1 and "internal error" not in err and "Traceback" not in err, err

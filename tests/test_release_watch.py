@@ -25,10 +25,13 @@ from gate.release.watch import (
     read_metrics,
     select_release,
 )
-from tests.conftest import ROOT, run_gate, write_jsonl
+from tests.conftest import ROOT, gate_inprocess, write_jsonl
 from tests.test_decide_gates import GATES, make_scorecard
 
 T0 = 1_780_000_000.0  # an arbitrary Unix second
+
+# the CLI calls run the entry point in-process, in run_gate's environment (CI=true, no GITHUB_ACTIONS)
+pytestmark = pytest.mark.usefixtures("run_gate_env")
 
 
 def _card(tmp: Path, triggers: list[dict[str, Any]]) -> Path:
@@ -82,7 +85,7 @@ def test_a_windowed_trigger_refuses_rows_without_ts(tmp_path: Path) -> None:
 def test_scorecard_refuses_a_window_that_is_not_a_duration(tmp_path: Path) -> None:
     card = _card(tmp_path, [{"name": "x", "metric": "e", "above": 1, "window": "15 minutes"}])
     f = write_jsonl(tmp_path / "m.jsonl", [{"metric": "e", "value": 0}])
-    r = run_gate("watch", str(f), "-s", str(card), "--no-db", "--db", str(tmp_path / "none.duckdb"))
+    r = gate_inprocess("watch", str(f), "-s", str(card), "--no-db", "--db", str(tmp_path / "none.duckdb"), split=True)
     assert r.returncode == 1 and "window" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
@@ -130,11 +133,11 @@ def test_follow_ends_ok_after_for(tmp_path: Path) -> None:
     card = _card(tmp_path, [{"name": "err", "metric": "error", "aggregate": "mean", "above": 0.1}])
     f = write_jsonl(tmp_path / "quiet.jsonl", [{"metric": "error", "value": 0}])
     t = time.monotonic()
-    r = run_gate("watch", str(f), "-s", str(card), "--follow", "--interval", "0.2", "--for", "2s", "--no-db",
-                 "--db", str(tmp_path / "g.duckdb"))
+    r = gate_inprocess("watch", str(f), "-s", str(card), "--follow", "--interval", "0.2", "--for", "2s", "--no-db",
+                       "--db", str(tmp_path / "g.duckdb"), split=True)
     assert r.returncode == 0 and "OK: no rollback trigger fired" in r.stdout, r.stdout + r.stderr
     assert time.monotonic() - t >= 2
-    r = run_gate("watch", str(f), "-s", str(card), "--follow", "--for", "soon", "--no-db")
+    r = gate_inprocess("watch", str(f), "-s", str(card), "--follow", "--for", "soon", "--no-db", split=True)
     assert r.returncode == 2 and "--for" in r.stderr
 
 
@@ -236,7 +239,8 @@ def test_watch_endpoint_down_is_one_line(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     card = _card(tmp_path, [{"name": "p95", "metric": "vllm:e2e_request_latency_seconds", "aggregate": "p95",
                              "above": 2}])
-    r = run_gate("watch", f"http://ops:s3cret-pw@127.0.0.1:{port}/metrics?token=tok-9f2", "-s", str(card), "--no-db")
+    r = gate_inprocess("watch", f"http://ops:s3cret-pw@127.0.0.1:{port}/metrics?token=tok-9f2", "-s", str(card),
+                       "--no-db", split=True)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "metrics endpoint" in r.stderr, r.stderr
     assert "s3cret" not in r.stderr and "tok-9f2" not in r.stderr
     assert yaml.safe_load(card.read_text())["rollback_triggers"]
@@ -280,8 +284,9 @@ def test_follow_scrapes_an_endpoint_until_the_window_fires(tmp_path: Path) -> No
         card = _card(tmp_path, [{"name": "slow", "metric": "vllm:e2e_request_latency_seconds", "aggregate": "p95",
                                  "above": 2.0, "window": "1s", "min_samples": 5}])
         port = srv.server_address[1]
-        r = run_gate("watch", f"http://ops:s3cret-pw@127.0.0.1:{port}/metrics?token=tok-9f2", "-s", str(card),
-                     "--follow", "--interval", "0.6", "--for", "60s", "--db", str(tmp_path / "g.duckdb"))
+        r = gate_inprocess("watch", f"http://ops:s3cret-pw@127.0.0.1:{port}/metrics?token=tok-9f2", "-s", str(card),
+                           "--follow", "--interval", "0.6", "--for", "60s", "--db", str(tmp_path / "g.duckdb"),
+                           split=True)
     finally:
         srv.shutdown()
     assert r.returncode == 100 and "ROLLBACK: slow" in r.stdout, r.stdout + r.stderr

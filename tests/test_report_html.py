@@ -9,19 +9,25 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CONTRACTS, FIXTURES, run_gate
+from tests.conftest import CONTRACTS, FIXTURES, gate_inprocess
 from tests.leakscan import planted_values, scan
 
 pytest.importorskip("plotly")
 
 CHECKS = "contract,exact_duplicate,near_duplicate,pii,secret,length"
 
+# the CLI calls run the entry point in-process, in run_gate's environment (CI=true, no GITHUB_ACTIONS)
+pytestmark = pytest.mark.usefixtures("run_gate_env")
+
 
 def checked_run(tmp: Path) -> dict[str, Any]:
     """One real check run of triage-faulty in a fresh record; its run id is read from the verdict line."""
     db = tmp / "g.duckdb"
-    r = run_gate("check", str(FIXTURES / "triage-faulty"), "-c", str(CONTRACTS / "triage.yaml"), "--checks", CHECKS,
-                 "--db", str(db), "-o", str(tmp / "rep"), "-q", "-j", "1")
+    with pytest.MonkeyPatch.context() as mp:  # run_gate's environment, here for module fixtures and other files too
+        mp.setenv("CI", "true")
+        mp.delenv("GITHUB_ACTIONS", raising=False)
+        r = gate_inprocess("check", str(FIXTURES / "triage-faulty"), "-c", str(CONTRACTS / "triage.yaml"), "--checks",
+                           CHECKS, "--db", str(db), "-o", str(tmp / "rep"), "-q", "-j", "1", split=True)
     assert r.returncode == 100, r.stdout + r.stderr
     import duckdb
 
@@ -44,7 +50,7 @@ def test_cli_writes_a_self_contained_check_page(run: dict[str, Any], tmp_path: P
     from gate.dashboard.charts import plotly_js_path
 
     out = tmp_path / "page"
-    r = run_gate("report-html", "--check-run", run["run_id"], "--db", run["db"], "-o", str(out))
+    r = gate_inprocess("report-html", "--check-run", run["run_id"], "--db", run["db"], "-o", str(out), split=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert str(out / "index.html") in r.stdout.replace("\n", "")
     assert sorted(p.name for p in out.iterdir()) == ["index.html", "plotly.min.js"]
@@ -69,10 +75,11 @@ def test_cli_writes_a_self_contained_check_page(run: dict[str, Any], tmp_path: P
 
 
 def test_unknown_run_or_no_choice_writes_nothing(run: dict[str, Any], tmp_path: Path) -> None:
-    r = run_gate("report-html", "--check-run", "no-such-run", "--db", run["db"], "-o", str(tmp_path / "x"))
+    r = gate_inprocess("report-html", "--check-run", "no-such-run", "--db", run["db"], "-o", str(tmp_path / "x"),
+                       split=True)
     assert r.returncode == 1 and "no check run 'no-such-run'" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
-    r = run_gate("report-html", "--db", run["db"], "-o", str(tmp_path / "y"))
+    r = gate_inprocess("report-html", "--db", run["db"], "-o", str(tmp_path / "y"), split=True)
     assert r.returncode == 2 and "--check-run" in r.stderr
     assert not list(tmp_path.iterdir())
 

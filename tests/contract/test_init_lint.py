@@ -2,8 +2,6 @@
 `gate check` on that data; lint validates without data and lists what every check will use."""
 
 import random
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -11,13 +9,15 @@ import yaml
 from gate.contract import load_contract
 from gate.contract.init import infer
 from gate.names import CHECK_NAMES
-from tests.conftest import ROOT, write_jsonl
+from tests.conftest import ROOT, gate_inprocess, write_jsonl
 
 FIXTURES = ROOT / "fixtures" / "datasets"
 
 
-def _gate(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True, text=True, cwd=cwd)
+def _gate(*args):
+    """The real entry point in this process (stdout and stderr apart, as a subprocess gave them): every test here
+    asserts exit codes, messages and files, nothing about the process."""
+    return gate_inprocess(*map(str, args), split=True)
 
 
 def _sql_rows(n, seed, start=0, dbs=range(40)):

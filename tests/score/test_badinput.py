@@ -10,10 +10,15 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, run_gate, write_jsonl
+from tests.conftest import ROOT, gate_inprocess, run_gate, write_jsonl
 from tests.serve.fake_openai import FakeOpenAI
 
 TRIAGE = ROOT / "scorecards" / "triage.yaml"
+
+# Bad input is refused in-process (the real entry point, stdout and stderr apart, in run_gate's environment); the
+# tests whose subject is a time bound (a dying server's retries, a hanging tool) keep `python -m gate` and its
+# timeout, so a regression there fails the test instead of hanging the suite.
+pytestmark = pytest.mark.usefixtures("run_gate_env")
 
 
 def _rows(db, sql):
@@ -30,7 +35,7 @@ def _one_line_error(r):
     return err
 
 
-def test_engine_that_fails_to_start_gives_its_log_tail(tmp_path):
+def test_engine_that_fails_to_start_gives_its_log_tail(tmp_path, monkeypatch):
     fake_py = tmp_path / "python"
     fake_py.write_text("#!/bin/sh\necho 'INFO loading model'\n"
                        "echo 'RuntimeError: CUDA out of memory on device 0' >&2\nexit 3\n")
@@ -39,9 +44,9 @@ def test_engine_that_fails_to_start_gives_its_log_tail(tmp_path):
     model.mkdir()
     (model / "config.json").write_text("{}")
     out = tmp_path / "out"
-    r = run_gate("score", str(model), "--scorecard", str(TRIAGE), "--engine", "vllm", "--db",
-                 str(tmp_path / "g.duckdb"), "--out", str(out), "--limit", "2",
-                 env={"GATE_VLLM_PYTHON": str(fake_py)}, timeout=120)
+    monkeypatch.setenv("GATE_VLLM_PYTHON", str(fake_py))
+    r = gate_inprocess("score", str(model), "--scorecard", str(TRIAGE), "--engine", "vllm", "--db",
+                       str(tmp_path / "g.duckdb"), "--out", str(out), "--limit", "2", split=True)
     err = _one_line_error(r)
     assert "exited with code 3" in err and "CUDA out of memory" in err and ".log" in err
     assert not out.exists()
@@ -102,8 +107,9 @@ def test_malformed_multiple_choice_row(tmp_path, row, field):
     sc.write_text(f"name: mc\nversion: 1\nsuites: [{{name: mc, path: {suite}}}]\n"
                   "decoding: {temperature: 0, max_tokens: 8}\nscorers: [{name: general, type: multiple_choice}]\n")
     out = tmp_path / "out"
-    r = run_gate("score", "nowhere", "--scorecard", str(sc), "--engine", "url", "--base-url", "http://127.0.0.1:9",
-                 "--model-hash", "sha256:1", "--db", str(tmp_path / "g.duckdb"), "--out", str(out))
+    r = gate_inprocess("score", "nowhere", "--scorecard", str(sc), "--engine", "url", "--base-url",
+                       "http://127.0.0.1:9", "--model-hash", "sha256:1", "--db", str(tmp_path / "g.duckdb"), "--out",
+                       str(out), split=True)
     err = _one_line_error(r)
     # checked before any engine starts (the URL above would refuse connections)
     assert f"{suite}:2: {field}:" in err
@@ -116,18 +122,19 @@ def test_malformed_support_row(tmp_path):
     sc = tmp_path / "kb.yaml"
     sc.write_text(f"name: kb\nversion: 1\nsuites: [{{name: kb, path: {suite}}}]\n"
                   "decoding: {temperature: 0, max_tokens: 8}\nscorers: [{name: s, type: factual_support}]\n")
-    err = _one_line_error(run_gate("score", "m", "--scorecard", str(sc), "--engine", "url", "--base-url",
-                                   "http://127.0.0.1:9", "--model-hash", "sha256:1", "--db",
-                                   str(tmp_path / "g.duckdb")))
+    err = _one_line_error(gate_inprocess("score", "m", "--scorecard", str(sc), "--engine", "url", "--base-url",
+                                         "http://127.0.0.1:9", "--model-hash", "sha256:1", "--db",
+                                         str(tmp_path / "g.duckdb"), split=True))
     assert f"{suite}:1: passages:" in err
 
 
 def test_usage_errors_for_new_options(tmp_path):
-    err = _one_line_error(run_gate("score", "m", "--scorecard", str(TRIAGE), "--chat-template",
-                                   str(tmp_path / "missing.jinja"), "--db", str(tmp_path / "g.duckdb")))
+    err = _one_line_error(gate_inprocess("score", "m", "--scorecard", str(TRIAGE), "--chat-template",
+                                         str(tmp_path / "missing.jinja"), "--db", str(tmp_path / "g.duckdb"),
+                                         split=True))
     assert "chat template file not found" in err
-    err = _one_line_error(run_gate("score", "m", "--scorecard", str(TRIAGE), "--baseline-adapter", "x",
-                                   "--db", str(tmp_path / "g.duckdb")))
+    err = _one_line_error(gate_inprocess("score", "m", "--scorecard", str(TRIAGE), "--baseline-adapter", "x",
+                                         "--db", str(tmp_path / "g.duckdb"), split=True))
     assert "--baseline-adapter needs --baseline" in err
 
 
@@ -149,13 +156,14 @@ scorers:
 """
 
 
-@pytest.mark.parametrize("body,detail", [
-    ("def get_weather(city):\n    import time\n    time.sleep(60)\n", "limit of"),  # wall-clock
-    ("def get_weather(city):\n    while True:\n        pass\n", "limit"),  # CPU or wall-clock, whichever first
-    ("def get_weather(city):\n    raise RuntimeError('backend down')\n", "RuntimeError: backend down"),
-    ("raise ImportError('broken module')\ndef get_weather(city):\n    return 1\n", "ImportError: broken module"),
+@pytest.mark.parametrize("body,detail,hangs", [
+    ("def get_weather(city):\n    import time\n    time.sleep(60)\n", "limit of", True),  # wall-clock
+    ("def get_weather(city):\n    while True:\n        pass\n", "limit", True),  # CPU or wall-clock, whichever first
+    ("def get_weather(city):\n    raise RuntimeError('backend down')\n", "RuntimeError: backend down", False),
+    ("raise ImportError('broken module')\ndef get_weather(city):\n    return 1\n", "ImportError: broken module",
+     False),
 ])
-def test_tool_implementations_that_hang_or_raise_are_contained(tmp_path, body, detail):
+def test_tool_implementations_that_hang_or_raise_are_contained(tmp_path, body, detail, hangs):
     impl = tmp_path / "tools_impl.py"
     impl.write_text(body + "\nTOOLS = {'get_weather': get_weather} if 'get_weather' in dir() else {}\n")
     suite = write_jsonl(tmp_path / "t.jsonl", [
@@ -167,8 +175,11 @@ def test_tool_implementations_that_hang_or_raise_are_contained(tmp_path, body, d
     try:
         t0 = time.monotonic()
         db, out = tmp_path / "g.duckdb", tmp_path / "out"
-        r = run_gate("score", "tiny", "--scorecard", str(sc), "--engine", "url", "--base-url", srv.url,
-                     "--db", str(db), "--out", str(out), "--model-hash", "sha256:1", timeout=120)
+        args = ("score", "tiny", "--scorecard", str(sc), "--engine", "url", "--base-url", srv.url, "--db", str(db),
+                "--out", str(out), "--model-hash", "sha256:1")
+        # a hanging tool keeps its subprocess and timeout; one that raises runs in-process, where the check below
+        # that gate never imported it is about this very process
+        r = run_gate(*args, timeout=120) if hangs else gate_inprocess(*args, split=True)
         assert r.returncode == 0, r.stdout + r.stderr
         assert time.monotonic() - t0 < 60  # a hanging tool costs its wall-clock limit, not the run
     finally:

@@ -10,10 +10,13 @@ import pytest
 from gate.contract import load_contract
 from gate.data.runner import run_checks
 from gate.errors import ContractError, GateError
-from tests.conftest import CONTRACTS, FIXTURES, run_gate, write_jsonl
+from tests.conftest import CONTRACTS, FIXTURES, gate_inprocess, write_jsonl
 from tests.template.conftest import CONVERSATION, TOKENIZERS, WEATHER_TOOL, ref, tokenizer_copy
 
 ONLY = ["template", "length"]
+
+# the CLI tests call the entry point in-process, in run_gate's environment (CI=true, no GITHUB_ACTIONS)
+pytestmark = pytest.mark.usefixtures("run_gate_env")
 
 
 def _with(contract, name_or_ref):
@@ -40,8 +43,9 @@ def test_without_a_tokenizer_the_template_check_is_skipped(tool_contract):
 
 def test_cli_with_glm_tokenizer_reports_exactly_the_planted_faults(tmp_path):
     rep = tmp_path / "rep"
-    res = run_gate("check", str(FIXTURES / "tool-use-faulty"), "-c", str(CONTRACTS / "tool-use.yaml"),
-                   "--tokenizer", str(TOKENIZERS / "glm-tiny"), "--checks", ",".join(ONLY), "--no-db", "-o", str(rep))
+    res = gate_inprocess("check", str(FIXTURES / "tool-use-faulty"), "-c", str(CONTRACTS / "tool-use.yaml"),
+                         "--tokenizer", str(TOKENIZERS / "glm-tiny"), "--checks", ",".join(ONLY), "--no-db", "-o",
+                         str(rep), split=True)
     assert res.returncode == 100, res.stderr
     report = json.loads((rep / "report.json").read_text())
     assert {(f["check"], f["split"], f["row"]) for f in report["findings"]} == _faults("tool-use")
@@ -116,8 +120,8 @@ def test_a_stop_token_that_is_also_padding_is_a_finding(tmp_path, tool_contract)
 
 
 def test_an_unusable_tokenizer_is_one_line_and_exit_1(tmp_path):
-    res = run_gate("check", str(FIXTURES / "tool-use-clean"), "-c", str(CONTRACTS / "tool-use.yaml"),
-                   "--tokenizer", str(tmp_path / "nope"), "--no-db", "-o", str(tmp_path / "rep"))
+    res = gate_inprocess("check", str(FIXTURES / "tool-use-clean"), "-c", str(CONTRACTS / "tool-use.yaml"),
+                         "--tokenizer", str(tmp_path / "nope"), "--no-db", "-o", str(tmp_path / "rep"), split=True)
     assert res.returncode == 1
     assert res.stderr.startswith("gate: error: ") and "tokenizer" in res.stderr and len(res.stderr.splitlines()) == 1
     assert not (tmp_path / "rep").exists()
