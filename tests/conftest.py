@@ -79,6 +79,10 @@ def gate_inprocess(*args: str, split: bool = False) -> tuple[int, str] | subproc
     """The real entry point (`gate.cli.main`, which maps errors to exit codes) in this process: a subprocess costs
     seconds of imports on a loaded 2-core box. Tests of bad input still go through `run_gate` (a subprocess).
 
+    Not for a command that forks worker processes (`gate index build`, `--base` over 512 changed rows, a check over
+    8 MiB of input): the suite runs in pytest-xdist workers, whose threads can hold a lock at the fork, and the
+    forked child then waits on it forever (seen: `gate index build` hung in a worker). Use `run_gate` there.
+
     `split=True` keeps stdout and stderr apart and answers in `run_gate`'s shape (returncode, stdout, stderr), for
     tests that assert what goes where ("nothing on stdout", "one line on stderr"). The environment and working
     directory are the test's own: set what `run_gate` set with the `run_gate_env` fixture and `monkeypatch.chdir`."""

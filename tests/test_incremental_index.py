@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONTRACTS, FIXTURES, gate_inprocess
-
-# the CLI tests call the entry point in-process, in run_gate's environment (CI=true, no GITHUB_ACTIONS)
-pytestmark = pytest.mark.usefixtures("run_gate_env")
+from tests.conftest import CONTRACTS, FIXTURES, run_gate
 
 CHECKS = ["contract", "pii", "secret", "template", "length", "exact_duplicate", "near_duplicate", "leakage"]
 
@@ -133,23 +130,21 @@ def test_cli_base_and_index_build(tmp_path):
     repo = make_repo(tmp_path, "triage-clean")
     index = tmp_path / "idx"
     contract = str(CONTRACTS / "triage.yaml")
-    res = gate_inprocess("index", "build", str(repo / "data"), "-c", contract, "--index", str(index), "--no-db",
-                         split=True)
+    res = run_gate("index", "build", str(repo / "data"), "-c", contract, "--index", str(index), "--no-db")
     assert res.returncode == 0, res.stderr
     assert "540 rows" in res.stdout
     first = (index / "part-000000.parquet").read_bytes()
     commit_fixture(repo, "triage-faulty", "faults")
-    res = gate_inprocess("check", str(repo / "data"), "-c", contract, "--base", "HEAD~1", "--index", str(index),
-                         "--checks", "contract,exact_duplicate,near_duplicate,leakage", "-o", str(tmp_path / "r"),
-                         "--no-db", "-q", split=True)
+    res = run_gate("check", str(repo / "data"), "-c", contract, "--base", "HEAD~1", "--index", str(index),
+                   "--checks", "contract,exact_duplicate,near_duplicate,leakage", "-o", str(tmp_path / "r"),
+                   "--no-db", "-q")
     assert res.returncode == 100, res.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert "Traceback" not in res.stderr and report
     # rebuilt from scratch on demand: the same base rows give the same first part
     shutil.rmtree(index)
     git(repo, "checkout", "-q", "HEAD~1")
-    res = gate_inprocess("index", "build", str(repo / "data"), "-c", contract, "--index", str(index), "--no-db",
-                         split=True)
+    res = run_gate("index", "build", str(repo / "data"), "-c", contract, "--index", str(index), "--no-db")
     assert res.returncode == 0, res.stderr
     import pyarrow.parquet as pq
 
@@ -165,8 +160,8 @@ def pa_file(data: bytes, tmp_path: Path) -> Path:
 def test_bad_ref_and_wrong_index_are_one_line_errors(tmp_path):
     repo = make_repo(tmp_path, "triage-clean")
     contract = str(CONTRACTS / "triage.yaml")
-    res = gate_inprocess("check", str(repo / "data"), "-c", contract, "--base", "no-such-ref", "--index",
-                         str(tmp_path / "idx"), "--no-db", "-o", str(tmp_path / "r"), split=True)
+    res = run_gate("check", str(repo / "data"), "-c", contract, "--base", "no-such-ref", "--index",
+                   str(tmp_path / "idx"), "--no-db", "-o", str(tmp_path / "r"))
     assert res.returncode == 1
     assert res.stderr.strip().splitlines() == [f"gate: error: unknown git ref 'no-such-ref' in {repo}"]
     assert not (tmp_path / "r").exists()
@@ -175,16 +170,16 @@ def test_bad_ref_and_wrong_index_are_one_line_errors(tmp_path):
     suites = str(CONTRACTS.parent / "scorecards") + "/"
     text = (CONTRACTS / "triage.yaml").read_text().replace("../scorecards/", suites)
     other.write_text(text + "\nchecks:\n  near_duplicate: {threshold: 0.7}\n")
-    res = gate_inprocess("index", "build", str(repo / "data"), "-c", str(other), "--index", str(tmp_path / "idx"),
-                         "--no-db", split=True)
+    res = run_gate("index", "build", str(repo / "data"), "-c", str(other), "--index", str(tmp_path / "idx"),
+                   "--no-db")
     assert res.returncode == 0, res.stderr
-    res = gate_inprocess("check", str(repo / "data"), "-c", contract, "--base", "HEAD", "--index",
-                         str(tmp_path / "idx"), "--no-db", "-o", str(tmp_path / "r"), split=True)
+    res = run_gate("check", str(repo / "data"), "-c", contract, "--base", "HEAD", "--index", str(tmp_path / "idx"),
+                   "--no-db", "-o", str(tmp_path / "r"))
     assert res.returncode == 1
     assert "rebuild it with `gate index build`" in res.stderr and "Traceback" not in res.stderr
     (tmp_path / "idx" / "manifest.json").write_text("{broken")
-    res = gate_inprocess("check", str(repo / "data"), "-c", contract, "--base", "HEAD", "--index",
-                         str(tmp_path / "idx"), "--no-db", "-o", str(tmp_path / "r"), split=True)
+    res = run_gate("check", str(repo / "data"), "-c", contract, "--base", "HEAD", "--index", str(tmp_path / "idx"),
+                   "--no-db", "-o", str(tmp_path / "r"))
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1
 
 
@@ -265,8 +260,8 @@ def test_index_build_with_a_database_records_the_build(tmp_path):
     repo = make_repo(tmp_path, "triage-clean")
     db = tmp_path / "gate.duckdb"
     index = tmp_path / "idx"
-    res = gate_inprocess("index", "build", str(repo / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--index",
-                         str(index), "--db", str(db), split=True)
+    res = run_gate("index", "build", str(repo / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--index",
+                   str(index), "--db", str(db))
     assert res.returncode == 0, res.stderr
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("SELECT index_dir, action, rows, recorded_at IS NOT NULL FROM dataset_indexes").fetchall()
