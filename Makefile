@@ -118,10 +118,10 @@ test:
 	@tools/phase.sh venvs $(MAKE) -j5 --no-print-directory venvs
 	@tools/phase.sh system-packages $(MAKE) --no-print-directory system-packages
 	@tools/phase.sh ruff $(BIN)/ruff check .
-	@mkdir -p gate-report && rm -f gate-report/test-costs.jsonl
-	@GATE_TEST_COSTS=$(CURDIR)/gate-report/test-costs.jsonl tools/phase.sh pytest \
+	@mkdir -p .cache && rm -f .cache/test-costs.jsonl
+	@GATE_TEST_COSTS=$(CURDIR)/.cache/test-costs.jsonl tools/phase.sh pytest \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
-	  $(BIN)/python tools/test_costs.py gate-report/test-costs.jsonl --by dir --top 30 || true; exit $$rc
+	  $(BIN)/python tools/test_costs.py .cache/test-costs.jsonl --by dir --top 30 || true; exit $$rc
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py

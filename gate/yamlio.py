@@ -314,7 +314,7 @@ def one_line(exc: GateError) -> GateError:
         text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
-    exc.message = clean(exc.message, 400)  # room for two absolute paths (gate.io.confine names both)
+    exc.message = clean(exc.message, 240)
     exc.args = (exc.message,)
     if exc.field is not None:
         exc.field = clean(str(exc.field), 80)

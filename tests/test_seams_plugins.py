@@ -59,7 +59,7 @@ def test_broken_plugin_is_left_out_in_one_line_and_order_is_honoured(tmp_path):
     env = _install(tmp_path)
     write_jsonl(tmp_path / "data" / "train.jsonl", [triage_row(i) for i in range(3)])
     res = run_gate("check", str(tmp_path / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--checks", "contract",
-                   "--no-db", "-q", env=env)
+                   "--no-db", "-q", "-o", str(tmp_path / "rep"), env=env)  # never the checkout's gate-report/
     assert res.returncode == 0, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and "Warning:" not in res.stderr, res.stderr
     warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("gate: warning:")]
@@ -68,7 +68,7 @@ def test_broken_plugin_is_left_out_in_one_line_and_order_is_honoured(tmp_path):
     assert any("gate.checks:contract" in w and "already declared" in w for w in warnings), warnings
     # a run that names the broken plugin fails with its one line
     res = run_gate("check", str(tmp_path / "data"), "-c", str(CONTRACTS / "triage.yaml"), "--checks", "noschema",
-                   "--no-db", "-q", env=env)
+                   "--no-db", "-q", "-o", str(tmp_path / "rep"), env=env)
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert "noschema" in res.stderr.splitlines()[-1] and "options_schema" in res.stderr.splitlines()[-1]
     # `order = 5`: before every built-in check (10 and up), and in the default run's order

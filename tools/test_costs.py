@@ -6,7 +6,7 @@ the other workers; CPU seconds (the test's process plus every child process it r
 trainers, servers) are what the suite costs the machine, and they add up. A group is a test file, or with
 `--by dir` its folder under tests/.
 
-Usage: python tools/test_costs.py gate-report/test-costs.jsonl [--by file|dir] [--top 25]
+Usage: python tools/test_costs.py .cache/test-costs.jsonl [--by file|dir] [--top 25]
                                  [--write-costs tests/costs.json]
 
 `--write-costs` records CPU seconds per test file; tests/costs_plugin.py starts the costliest files first.
@@ -55,6 +55,8 @@ def render(records: list[dict], by: str, top: int) -> str:
         lines.append(f"| ({len(rest)} more) | {sum(r[1] for r in rest)} | {sum(r[2] for r in rest):,.0f} | "
                      f"{sum(r[3] for r in rest):,.0f} | {sum(r[3] for r in rest) / (total_cpu or 1):.1%} |")
     lines.append(f"| **all** | {len(records)} | {sum(r[2] for r in rows):,.0f} | {total_cpu:,.0f} | 100% |")
+    bad = [r for r in records if r.get("outcome", "passed") in ("failed", "error")]
+    lines += [f"{r['outcome'].upper()}: {r['test']} ({r['worker']}, {r['wall']:.0f} s)" for r in bad]
     return "\n".join(lines)
 
 

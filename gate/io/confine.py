@@ -85,5 +85,6 @@ def confine(path: str | Path, *, anchor: str | Path, what: str = "file") -> Path
     if any(real == r or real.is_relative_to(r) for r in roots):
         return real
     where = " or ".join(map(str, roots))
-    # the verdict first: a long path is cut at the end of the one-line message (gate.yamlio.one_line), not it
-    raise OutsideRoot(f"{what} outside the repository: {raw} points to {real} (repository: {where})")
+    # the verdict and the real target first: a one-line message is cut at 240 characters (gate.yamlio.one_line), so
+    # with long paths the name as given and the repository are what is cut
+    raise OutsideRoot(f"{what} outside the repository: points to {real} (given as {raw}; repository: {where})")
