@@ -24,7 +24,7 @@ from gate import __version__
 from gate.contract import Contract
 from gate.data.base import Batch, RunContext
 from gate.data.pii_scan import RowScanner, set_field
-from gate.data.scrub_rules import ScrubRules
+from gate.data.scrub_rules import DEFAULT_DROP_RULES, DETECTOR_CHECKS, ScrubRules
 from gate.data.text import normalize, row_text
 from gate.errors import GateError
 from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
@@ -56,6 +56,37 @@ def scrub_config(contract: Contract) -> Any:
                            salt=os.environ.get(salt_env, ""))
     except ValueError as exc:
         raise GateError(f"scrub: {exc} (the salt comes from ${salt_env})", file=contract.path) from None
+
+
+def drop_checks(rules: ScrubRules, contract: Contract) -> list[str]:
+    """The checks whose findings can drop a row under these rules, in run order. Here, not on ScrubRules: it needs
+    the check registry, which imports gate.data.base, which reads ScrubRules (no import cycle)."""
+    from gate.data.checks.semantic_duplicate import semantic_options
+    from gate.data.registry import CHECKS
+
+    wanted: set[str] = set()
+    if rules.drop_duplicates:
+        wanted.update(("exact_duplicate", "near_duplicate"))
+        if semantic_options(contract)[0]:
+            wanted.add("semantic_duplicate")
+    if rules.drop_leakage:
+        wanted.add("leakage")
+    ops = dict(rules.operators)
+    if not any(ops.get(name) not in (None, "drop_row") for name in (*DEFAULT_DROP_RULES, "contract")):
+        wanted.add("contract")
+    for name, op in ops.items():
+        if op != "drop_row":
+            continue
+        head = name.split(".")[0]
+        if head in DETECTOR_CHECKS:
+            continue
+        if name in CHECKS:
+            wanted.add(name)
+        elif head in CHECKS:
+            wanted.add(head)
+        elif "." in name:  # the contract check's rules are dotted: field.pattern, messages.roles
+            wanted.add("contract")
+    return [name for name in CHECKS if name in wanted]
 
 
 def check_drops(dataset: str, contract: Contract, rules: ScrubRules, names: list[str]
@@ -121,7 +152,7 @@ def scrub_dataset(dataset: str, contract: Contract, out: str) -> ScrubOutcome:
     cfg = scrub_config(contract)
     rules = ScrubRules.of(contract)
     sources = discover(dataset)
-    names = rules.drop_checks(contract)
+    names = drop_checks(rules, contract)
     row_contract = _row_contract(contract, rules, names)
     drops = check_drops(dataset, contract, rules, names)
     scanner = RowScanner(contract)

@@ -76,32 +76,3 @@ class ScrubRules:
         its per-row rules alone (`messages.empty`)."""
         return any(op == "drop_row" and (name == "contract" or name.removeprefix("contract.").startswith(COLUMN_RULES))
                    for name, op in self.operators)
-
-    def drop_checks(self, contract: Contract) -> list[str]:
-        """The checks whose findings can drop a row under these rules, in run order."""
-        from gate.data.checks.semantic_duplicate import semantic_options
-        from gate.data.registry import CHECKS
-
-        wanted: set[str] = set()
-        if self.drop_duplicates:
-            wanted.update(("exact_duplicate", "near_duplicate"))
-            if semantic_options(contract)[0]:
-                wanted.add("semantic_duplicate")
-        if self.drop_leakage:
-            wanted.add("leakage")
-        ops = dict(self.operators)
-        if not any(ops.get(name) not in (None, "drop_row") for name in (*DEFAULT_DROP_RULES, "contract")):
-            wanted.add("contract")
-        for name, op in ops.items():
-            if op != "drop_row":
-                continue
-            head = name.split(".")[0]
-            if head in DETECTOR_CHECKS:
-                continue
-            if name in CHECKS:
-                wanted.add(name)
-            elif head in CHECKS:
-                wanted.add(head)
-            elif "." in name:  # the contract check's rules are dotted: field.pattern, messages.roles
-                wanted.add("contract")
-        return [name for name in CHECKS if name in wanted]
