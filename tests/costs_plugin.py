@@ -57,7 +57,7 @@ COSTS_FILE = Path(__file__).with_name("costs.json")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Costliest test files first, by the CPU seconds recorded in tests/costs.json.
+    """Under pytest-xdist, costliest test files first, by the CPU seconds recorded in tests/costs.json.
 
     Why: pytest-xdist (`--dist loadfile --no-loadscope-reorder`) hands whole files to workers in collection order,
     and the suite ends when the last file ends; starting the long files (the real-model loop, the demo, the trainers)
@@ -65,6 +65,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     starting last and running alone on an otherwise idle machine. A file not in costs.json (a new one) counts as
     cheap. Regenerate with `python tools/test_costs.py FILE --write-costs tests/costs.json`.
     """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # a serial run keeps pytest's own order
+        return
     try:
         costs: dict[str, float] = json.loads(COSTS_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
