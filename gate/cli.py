@@ -41,6 +41,11 @@ def _exits(ok: str, failed: str | None = None, error: str = "could not run (bad 
 
 #: `--db PATH` on every command that reads or writes the record (one declaration: the same metavar and help)
 _DB = typer.Option("--db", metavar="PATH", help="DuckDB file [env GATE_DB; default ./gate.duckdb].")
+# gate score and gate decide: the release gates judged by the base's scorecard (gate.score.trust)
+_SCORECARD_BASE = typer.Option("--base", metavar="REF", help="The release gates come from the scorecard at this git "
+                               "ref: one that loosens them is refused (docs/security.md).")
+_ALLOW_SCORECARD_CHANGE = typer.Option("--allow-scorecard-change",
+                                       help="With --base: accept a reviewed loosening of the scorecard.")
 
 
 class FailOn(StrEnum):
@@ -257,13 +262,8 @@ def score(
                                                           "the tool's schema) are errors: exit 1.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict and report lines (no table, no "
                                                               "progress).")] = False,
-    scorecard_base: Annotated[str | None, typer.Option("--base", metavar="REF",
-                                                       help="The release gates come from the scorecard at this "
-                                                            "git ref: one that loosens them is refused "
-                                                            "(docs/security.md).")] = None,
-    allow_scorecard_change: Annotated[bool, typer.Option("--allow-scorecard-change",
-                                                         help="With --base: accept a reviewed loosening of the "
-                                                              "scorecard.")] = False,
+    scorecard_base: Annotated[str | None, _SCORECARD_BASE] = None,
+    allow_scorecard_change: Annotated[bool, _ALLOW_SCORECARD_CHANGE] = False,
 ) -> None:
     """Score the candidate (and baseline) on a scorecard, then decide on its gates (rerun resumes from the cache)."""
     from gate.commands.score import run_score_command
@@ -467,13 +467,8 @@ def decide(
     seed: Annotated[int | None, typer.Option("--seed", help="Bootstrap seed.")] = None,
     resamples: Annotated[int | None, typer.Option("--resamples", min=10_000, help="Bootstrap resamples.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
-    scorecard_base: Annotated[str | None, typer.Option("--base", metavar="REF",
-                                                       help="The release gates come from the scorecard at this "
-                                                            "git ref: one that loosens them is refused "
-                                                            "(docs/security.md).")] = None,
-    allow_scorecard_change: Annotated[bool, typer.Option("--allow-scorecard-change",
-                                                         help="With --base: accept a reviewed loosening of the "
-                                                              "scorecard.")] = False,
+    scorecard_base: Annotated[str | None, _SCORECARD_BASE] = None,
+    allow_scorecard_change: Annotated[bool, _ALLOW_SCORECARD_CHANGE] = False,
 ) -> None:
     """PROMOTE (exit 0) or BLOCK (exit 100) a candidate on the scorecard's gates, from paired scores in DuckDB."""
     from gate.commands.decide import run_decide_command
