@@ -296,8 +296,7 @@ def check_schema(schema: Any, *, formats: Iterable[str] | None = None) -> None:
 
     root = DRAFT202012.create_resource(schema)
     graph: dict[int, tuple[list[Any], list[tuple[Any, str]]]] = {}
-    _walk(registry().resolver_with_root(root), schema, [], unevaluated=_has_key(schema, "unevaluatedProperties"),
-          graph=graph)
+    _walk(registry().resolver_with_root(root), schema, [], graph=graph)
     _refuse_ref_loops(graph)
 
 
@@ -311,15 +310,7 @@ def _meta_validator() -> Any:
                                 format_checker=format_checker(None))
 
 
-def _has_key(node: Any, key: str) -> bool:
-    if isinstance(node, dict):
-        return key in node or any(_has_key(v, key) for v in node.values())
-    if isinstance(node, list):
-        return any(_has_key(v, key) for v in node)
-    return False
-
-
-def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool,
+def _walk(resolver: Any, node: Any, path: list[Any],
           graph: dict[int, tuple[list[Any], list[tuple[Any, str]]]] | None = None) -> None:
     """Checks every `$ref` and pattern under `node`; `graph` collects, per subschema (by identity), its place and
     the subschemas it applies to the same part of the instance (`_refuse_ref_loops`)."""
@@ -349,17 +340,17 @@ def _walk(resolver: Any, node: Any, path: list[Any], unevaluated: bool,
         _pattern_ok(node["pattern"], [*path, "pattern"])
     for kw in _ONE:
         if kw in node:
-            _walk(resolver, node[kw], [*path, kw], unevaluated, graph)
+            _walk(resolver, node[kw], [*path, kw], graph)
     for kw in _LIST:
         if isinstance(node.get(kw), list):
             for i, sub in enumerate(node[kw]):
-                _walk(resolver, sub, [*path, kw, i], unevaluated, graph)
+                _walk(resolver, sub, [*path, kw, i], graph)
     for kw in _MAP:
         if isinstance(node.get(kw), dict):
             for name, sub in node[kw].items():
                 if kw == "patternProperties":
                     _pattern_ok(name, [*path, kw, name])
-                _walk(resolver, sub, [*path, kw, name], unevaluated, graph)
+                _walk(resolver, sub, [*path, kw, name], graph)
 
 
 def _refuse_ref_loops(graph: dict[int, tuple[list[Any], list[tuple[Any, str]]]]) -> None:

@@ -232,25 +232,6 @@ def embedding_memo(context: RunContext) -> TextMemo[np.ndarray]:
     return context.memo("embeddings:all-MiniLM-L6-v2", MEMO_MAX)
 
 
-def scrub_semantic_drops(contract: Contract, texts: list[str], keys: list[tuple[int, int]],
-                         digests: list[bytes]) -> list[tuple[int, int]]:
-    """The (split, row) keys `gate scrub` drops as paraphrases: the check's own rule on the scrubbed text, when
-    `checks.semantic_duplicate.enabled` is on and the model is installed (otherwise none, as the check skips)."""
-    from gate.embed.model import available
-
-    enabled, threshold, keep, exact_max = semantic_options(contract)
-    if not enabled or not available() or not texts:
-        return []
-    from gate.embed.encoder import encode
-
-    first: dict[bytes, int] = {}
-    todo = [i for i, d in enumerate(digests) if first.setdefault(d, i) == i]
-    slot = {i: k for k, i in enumerate(todo)}
-    emb = encode([texts[i] for i in todo])[np.asarray([slot[first[d]] for d in digests], dtype=np.int64)]
-    drops, _, _ = semantic_drops(emb, [k[0] for k in keys], digests, threshold, keep, exact_max)
-    return [keys[d.pos] for d in drops]
-
-
 def semantic_matches(contract: Contract, items: list[str], rows: list[str], block: int = 4096,
                      memo: TextMemo[np.ndarray] | None = None) -> list[tuple[int, int, float]]:
     """(row index, item index, cosine) of every row within `checks.semantic_duplicate.threshold` of an evaluation
