@@ -108,21 +108,24 @@ system-packages:
 # about as long as the slowest one instead of the sum (CI builds them all from scratch).
 venvs: $(STAMP) $(VLLM_STAMP) $(SWIFT_STAMP) $(NEMO_STAMP) $(SGLANG_STAMP)
 
-# `make test TEST_WORKERS=3` runs the suite in pytest-xdist workers, a whole test file per worker, the costliest files
-# first (tests/costs.json, tests/costs_plugin.py). Not the default: gate forks its check workers (a "fork" pool) and
-# inside an xdist worker a forked child hung on a lock held at the fork in 2 of 2 full parallel runs
-# (tests/test_incremental_index.py), which would stall CI until its limit (docs/testing.md). Each phase prints its
-# wall time; pytest its 25 slowest tests, then the CPU seconds per test folder.
-TEST_WORKERS ?= 0
-PYTEST_ARGS  ?= --durations=25 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# `make test` runs the suite in TEST_WORKERS pytest-xdist workers (default 2, the machine's cores; 0 = serially), a
+# whole test file per worker, the costliest files first (tests/costs.json, tests/costs_plugin.py), then the tests
+# marked `forks` serially: they prove gate's forked worker pools in the test process itself, and gate never forks
+# beside another thread (an xdist worker has one; gate/io/forking.py runs the pool inline there). Each phase prints
+# its wall time; pytest its 25 slowest tests, then the CPU seconds per test folder.
+TEST_WORKERS ?= 2
+PYTEST       := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
+XDIST_ARGS   := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test:
 	@tools/phase.sh venvs $(MAKE) -j5 --no-print-directory venvs
 	@tools/phase.sh system-packages $(MAKE) --no-print-directory system-packages
 	@tools/phase.sh ruff $(BIN)/ruff check .
 	@mkdir -p .cache && rm -f .cache/test-costs.jsonl
-	@GATE_TEST_COSTS=$(CURDIR)/.cache/test-costs.jsonl tools/phase.sh pytest \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
-	  $(BIN)/python tools/test_costs.py .cache/test-costs.jsonl --by dir --top 30 || true; exit $$rc
+	@export GATE_TEST_COSTS=$(CURDIR)/.cache/test-costs.jsonl; \
+	  tools/phase.sh pytest $(PYTEST) $(XDIST_ARGS) -m "not forks" $(PYTEST_ARGS); rc=$$?; \
+	  tools/phase.sh pytest-forks $(PYTEST) -m forks $(PYTEST_ARGS); rc2=$$?; \
+	  $(BIN)/python tools/test_costs.py .cache/test-costs.jsonl --by dir --top 30 || true; \
+	  [ $$rc -eq 0 ] && [ $$rc2 -eq 0 ]
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py

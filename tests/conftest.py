@@ -114,3 +114,19 @@ def run_gate_env(monkeypatch: pytest.MonkeyPatch) -> None:
     progress) and no GITHUB_ACTIONS (no workflow annotations)."""
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _forks_really_fork(request: pytest.FixtureRequest):
+    """A test marked `forks` proves the forked pools: if they fell back to running inline (another thread was
+    alive, e.g. inside an xdist worker), it fails instead of passing on the serial path."""
+    if request.node.get_closest_marker("forks") is None:
+        yield
+        return
+    import warnings
+
+    from gate.io.forking import InlineFallback
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InlineFallback)
+        yield

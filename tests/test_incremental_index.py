@@ -16,6 +16,10 @@ import pytest
 
 from tests.conftest import CONTRACTS, FIXTURES, run_gate
 
+# forks check workers in this process (run_incremental, gate index build in-process): the serial phase of
+# `make test` (pytest -m forks), where this process runs no other thread and the pools really fork
+pytestmark = pytest.mark.forks
+
 CHECKS = ["contract", "pii", "secret", "template", "length", "exact_duplicate", "near_duplicate", "leakage"]
 
 

@@ -111,6 +111,11 @@ def _datasource() -> Any:
     if not _CONTEXT:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
         import great_expectations as gx
+        import tqdm
+
+        # GX builds a (disabled) tqdm bar per validation, and tqdm starts a monitor thread for the first one; a
+        # live thread stops the PII check's workers from forking later in the run (gate/io/forking.py)
+        tqdm.tqdm.monitor_interval = 0
         from great_expectations.data_context.types.base import (
             DataContextConfig,
             InMemoryStoreBackendDefaults,

@@ -8,7 +8,6 @@ whatever the number of workers.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing as mp
 import os
 import sys
 import threading
@@ -26,6 +25,7 @@ from gate.data.mapper import MapResult, init_worker, map_chunk, projection
 from gate.data.ray_engine import map_chunks
 from gate.data.registry import instantiate, plan, resolve
 from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
+from gate.io.forking import fork_context
 
 SMALL_INPUT_BYTES = 8 << 20
 
@@ -95,6 +95,11 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
         n_workers = min(n_workers, 1)
     stats = {s.split: SplitStats(s.split, s.display, s.format) for s in sources}
     rows_seen = dict.fromkeys(stats, 0)
+    ctx = fork_context("check workers") if engine != "ray" and n_workers > 1 else None
+    pool = (ctx.Pool(n_workers, initializer=init_worker, initargs=(instances, projection(instances)))
+            if ctx is not None else None)  # forked before any thread of ours starts (the bar's, the warm-up's)
+    if pool is None and engine != "ray":
+        n_workers = 1
     advance, stop = _progress(total_bytes, show_progress() if progress is None else progress)
     map_seconds = 0.0
 
@@ -118,15 +123,14 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     try:
         if engine == "ray":
             engine_timings = map_chunks(chunks(), contract, names, instances, fold, address=address, workers=workers)
-        elif n_workers <= 1:
+        elif pool is None:
             init_worker(instances, projection(instances))
             for chunk in chunks():
                 fold(map_chunk(chunk), chunk.nbytes)
         else:
-            ctx = mp.get_context("fork")
-            with ctx.Pool(n_workers, initializer=init_worker,
-                          initargs=(instances, projection(instances))) as pool:
-                # started only after the workers are forked: forking while a thread imports is unsafe
+            with pool:
+                # started only after the workers are forked, and joined before anything forks again (the PII
+                # check's own pool): forking while a thread imports is unsafe
                 warm = threading.Thread(target=lambda: [c.warm_up() for c in instances], daemon=True)
                 warm.start()
                 window: deque[tuple[Any, int]] = deque()
@@ -138,8 +142,11 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
                 while window:
                     res, nbytes = window.popleft()
                     fold(res.get(), nbytes)
+                warm.join()
     finally:
         stop()
+        if pool is not None:
+            pool.terminate()
     for split, n in rows_seen.items():
         stats[split].rows = n
     t_read = time.perf_counter() - t0

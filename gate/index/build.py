@@ -7,7 +7,6 @@ the answer to any doubt about an index (another config, a crash, a history rewri
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import tempfile
 import time
@@ -25,6 +24,7 @@ from gate.index.features import Features, features, parse_rows, unique_fields
 from gate.index.lines import line_blocks
 from gate.io.atomic import atomic_dir
 from gate.io.dataset import discover
+from gate.io.forking import fork_context
 
 SLICE_ROWS = 4096
 _STATE: dict[str, Any] = {}
@@ -48,7 +48,8 @@ class _Pool:
     they never hold (nor count in their RSS) the parent's buffers."""
 
     def __init__(self, workers: int) -> None:
-        self._pool = mp.get_context("fork").Pool(workers) if workers > 1 else None
+        ctx = fork_context("index build workers") if workers > 1 else None
+        self._pool = ctx.Pool(workers) if ctx is not None else None
         self._window = 2 * workers
 
     def map(self, tasks: Iterator[tuple[Any, tuple[str, list[tuple[int, bytes]]]]]

@@ -19,7 +19,6 @@ links are found too, and are added to the index afterwards together with the cha
 from __future__ import annotations
 
 import hashlib
-import multiprocessing as mp
 import os
 import threading
 import time
@@ -50,6 +49,7 @@ from gate.index.lines import (
     start_diff,
 )
 from gate.io.dataset import SplitStats, discover
+from gate.io.forking import fork_context
 
 PARALLEL_MIN_ROWS = 512  # below this, forking workers costs more than the checks
 _Rows = list[tuple[int, dict[str, Any]]]
@@ -132,12 +132,13 @@ def _run(instances: list[Check], batches: list[_Task], workers: int) -> None:
         return
     tasks = [(s, f, rows[i:i + 256]) for s, f, rows in batches for i in range(0, len(rows), 256)]
     n_rows = sum(len(r) for _, _, r in batches)
-    if workers > 1 and n_rows >= PARALLEL_MIN_ROWS:
+    ctx = fork_context("incremental check workers") if workers > 1 and n_rows >= PARALLEL_MIN_ROWS else None
+    if ctx is not None:
         # one row mapped here first loads the engines (spaCy, validators, tokenizer) once: the forked workers
         # inherit them instead of each loading its own; map must not touch what reduce relies on, so it is free
         first = next(t for t in tasks if t[2])
         _map_task((first[0], first[1], first[2][:1]), instances)
-        with mp.get_context("fork").Pool(workers, initializer=_init_worker, initargs=(instances,)) as pool:
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(instances,)) as pool:
             # started only after the fork, as in the runner: forking while a thread imports is unsafe
             warm = threading.Thread(target=lambda: [c.warm_up() for c in instances], daemon=True)
             warm.start()

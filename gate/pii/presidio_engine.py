@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import multiprocessing
 import os
 import re
 import sys
@@ -34,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gate.io.forking import fork_context
 from gate.pii import context
 from gate.pii.config import NER_CONF, PRESIDIO_RECOGNIZERS, PiiConfig, require
 
@@ -864,12 +864,6 @@ def _auto_workers(n_chars: int, ner: bool) -> int:
     return max(1, min(cpus, 8, n_chars // _MIN_CHARS_PER_WORKER[ner]))
 
 
-def _can_fork() -> bool:
-    """Fork keeps the loaded engines (no reload per worker); only on Linux and not inside a daemon process."""
-    return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
-            and not multiprocessing.current_process().daemon)
-
-
 def scan_texts(texts: Sequence[str], config: PiiConfig | None = None, *,
                workers: int | None = None) -> list[list[Hit]]:
     """Scan many texts; returns, per input text, the same hits as `scan_text` would, much faster.
@@ -894,10 +888,10 @@ def scan_texts(texts: Sequence[str], config: PiiConfig | None = None, *,
         plans.append(plan)
 
     n = workers if workers is not None else _auto_workers(sum(map(len, units)), eng.nlp is not None)
-    if n > 1 and len(units) >= 2 * n and _can_fork():
+    ctx = fork_context("PII scan workers") if n > 1 and len(units) >= 2 * n else None
+    if ctx is not None:
         size = -(-len(units) // (n * 4))  # 4 pieces per worker balances uneven texts
         pieces = [units[i:i + size] for i in range(0, len(units), size)]
-        ctx = multiprocessing.get_context("fork")
         with ctx.Pool(n) as pool:
             parts = pool.map(_worker, [(p, config) for p in pieces], chunksize=1)
         unit_hits = [h for part in parts for h in part]

@@ -22,6 +22,7 @@ def _key(run):
     return [(r.name, r.status, [f.to_dict() for f in r.findings]) for r in run.results]
 
 
+@pytest.mark.forks
 def test_parallel_workers_give_exactly_the_serial_findings(tmp_path, triage_contract):
     ds = _dataset(tmp_path)
     serial = run_checks(str(ds), triage_contract, workers=1, progress=False, chunk_bytes=2048)
@@ -37,6 +38,7 @@ def test_parallel_workers_give_exactly_the_serial_findings(tmp_path, triage_cont
     assert {f.row for f in src.findings if f.split == "train"} == {i + 1 for i in range(0, 300, 37)}
 
 
+@pytest.mark.forks
 def test_bad_line_in_a_worker_surfaces_as_input_error(tmp_path, triage_contract):
     ds = _dataset(tmp_path)
     with open(ds / "test.jsonl", "a") as fh:

@@ -66,6 +66,7 @@ def _index(index: Path) -> tuple[object, list[dict]]:
     return pq.read_table(index / man["parts"][0]), pq.read_table(index / man["groups"]).to_pylist()
 
 
+@pytest.mark.forks
 def test_chunked_build_equals_whole_build(tmp_path, monkeypatch, triage_contract):
     """Blocks of 2 KB, slices of 7 rows, row groups of 13 entries and two forked workers give exactly the entries
     and groups of a build that holds everything at once, and those entries are what `features` computes from

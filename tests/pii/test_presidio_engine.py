@@ -84,6 +84,7 @@ def test_hit_never_carries_the_value() -> None:
     assert {f.name for f in dataclasses.fields(Hit)} == {"entity_type", "start", "end", "score", "recognizer"}
 
 
+@pytest.mark.forks
 def test_batched_equals_plain_pattern_only(pattern_cfg: PiiConfig, messages: list) -> None:
     texts = [t for t, _ in messages] + [t for t, _, _ in PATTERN_CASES] + CLEAN + ODD_TEXTS
     texts += texts[:20]  # duplicates are scanned once but reported for every row

@@ -15,6 +15,7 @@ from gate.pii import presidio_engine as pe
 pytest.importorskip("presidio_analyzer")
 
 
+@pytest.mark.forks
 def test_fast_scan_equals_stock_presidio_loop_on_labelled_sample(ner_cfg: PiiConfig) -> None:
     """Equal on every text but where presidio's parser put a sentence start at the edge of a name.
 

@@ -73,6 +73,7 @@ def test_clean_datasets_pass_with_both_tokenizers(kind, tokenizer):
     assert 0 < template.details["loss_share"] < 0.5
 
 
+@pytest.mark.forks
 def test_workers_find_the_same_as_one_process(tool_contract):
     c = _with(tool_contract, "glm-tiny")
     one = run_checks(str(FIXTURES / "tool-use-faulty"), c, checks=ONLY, progress=False, workers=1)
