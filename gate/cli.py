@@ -138,16 +138,16 @@ def check(
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
     from gate.io import limits
+    from gate.requests import CheckRequest
 
     limits.set_for_command(limits.parse_overrides(limit or []))  # for this command only (see main)
-    code = run_check_command(dataset=str(dataset), contract_path=str(contract), report_dir=str(report_dir),
-                             checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
-                             db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
-                             max_examples=max_examples, quiet=quiet,
-                             tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
-                             engine=engine.value, address=address, base=base,
-                             index=str(index) if index else None, fail_on_existing=fail_on_existing,
-                             snippets=snippets.value, allow_contract_change=allow_contract_change)
+    code = run_check_command(CheckRequest(
+        dataset=str(dataset), contract=str(contract), report_dir=str(report_dir), quiet=quiet,
+        checks=tuple(c.strip() for c in checks.split(",") if c.strip()) if checks else None,
+        db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
+        max_examples=max_examples, tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
+        engine=engine.value, address=address, base=base, index=str(index) if index else None,
+        fail_on_existing=fail_on_existing, snippets=snippets.value, allow_contract_change=allow_contract_change))
     raise typer.Exit(code)
 
 

@@ -1,5 +1,6 @@
-"""Issue 28 item 4 (partial): with GATE_URL set, every `gate check` option reaches the service or is refused in one
-line with exit 2, never dropped; the fields sent are the service's own CheckRequest fields."""
+"""Issue 28 item 4: one request object per use case (gate.requests.CheckRequest). With GATE_URL set, every
+`gate check` option reaches the service or is refused in one line with exit 2, never dropped; the CLI, the service's
+body model, the client and the job all read the one definition, and a test walks every field through all of them."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def sent(monkeypatch):
     return got
 
 
-@pytest.mark.parametrize("option", [("--snippets", "none"), ("--base", "HEAD"), ("--tokenizer", "/nonexistent"),
-                                    ("--workers", "3"), ("--no-db",)])
+@pytest.mark.parametrize("option", [("--base", "HEAD"), ("--workers", "3"), ("--no-db",), ("--engine", "ray"),
+                                    ("--db", "x.duckdb"), ("--index", "idx"), ("--allow-contract-change",)])
 def test_an_option_the_service_cannot_honour_is_refused_in_one_line(tmp_path, sent, option):
     write_jsonl(tmp_path / "ds" / "train.jsonl", [triage_row(1)])
     code, out = gate_inprocess("check", str(tmp_path / "ds"), "-c", str(CONTRACTS / "triage.yaml"), "-o",
@@ -47,3 +48,77 @@ def test_every_field_of_the_service_request_is_sent(tmp_path, sent):
     assert set(payload) == set(CheckRequest.model_fields)
     assert payload["max_examples"] == 0 and payload["checks"] == ["contract"] and payload["fail_on"] == "warning"
     CheckRequest(**payload)  # the service accepts what the client sends
+
+
+def test_snippets_and_tokenizer_are_sent_not_dropped(tmp_path, sent):
+    """`--snippets none --tokenizer T` sent {dataset, contract, checks, fail_on} and passed: both are carried now."""
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [triage_row(1)])
+    code, out = gate_inprocess("check", str(tmp_path / "ds"), "-c", str(CONTRACTS / "triage.yaml"), "-o",
+                               str(tmp_path / "o"), "--snippets", "none", "--tokenizer", str(tmp_path / "tok"))
+    assert code == 1 and "captured" in out, out
+    (payload,) = sent
+    assert payload["snippets"] == "none" and payload["tokenizer"] == str((tmp_path / "tok").absolute())
+
+
+def test_every_field_walks_through_cli_service_client_and_job():
+    """Each field of the one request: the CLI has its option; a `remote` field is in the service's body model with
+    the same default and is sent; a `local` field at a non-default value is refused by name; nothing else exists."""
+    import dataclasses
+
+    import typer.main
+
+    from gate.cli import app
+    from gate.requests import CheckRequest, fields_where, flag_of, remote_body, unsent
+    from gate.service.app import CheckRequest as Body
+
+    command = typer.main.get_command(app).commands["check"]
+    cli_flags = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+    cli_names = {p.name for p in command.params}
+    base = CheckRequest(dataset="d", contract="c")
+    for f in dataclasses.fields(CheckRequest):
+        where = f.metadata["where"]
+        assert where in ("remote", "client", "local"), f.name
+        assert f.name in cli_names or flag_of(CheckRequest, f.name) in cli_flags or f.name in ("dataset",), f.name
+        if where == "remote":
+            assert f.name in Body.model_fields and f.name in remote_body(base), f.name
+            if f.default is not dataclasses.MISSING:
+                assert Body.model_fields[f.name].default == f.default, f.name
+        else:
+            assert f.name not in Body.model_fields and f.name not in remote_body(base), f.name
+        if where == "local":
+            other = {bool: not f.default, str: "x", int: 3}.get(type(f.default), "x")
+            assert unsent(dataclasses.replace(base, **{f.name: other})) == [flag_of(CheckRequest, f.name)], f.name
+    assert set(Body.model_fields) == set(fields_where(CheckRequest, "remote"))
+
+
+def test_the_service_job_honours_snippets_none(tmp_path):
+    """Through the real route (confined paths, body model) into the job function the service's worker runs."""
+    from fastapi.testclient import TestClient
+
+    from gate.service.app import create_app
+    from gate.service.auth import create_token
+    from gate.service.config import ServiceConfig
+    from gate.service.worker import CheckWorker
+    from gate.store.service import get_job
+
+    root = tmp_path / "root"
+    rows = [triage_row(i, f"ticket {i}: call me at 415-555-01{i:02d} about the broken widget") for i in range(6)]
+    write_jsonl(root / "ds" / "train.jsonl", rows)
+    (root / "triage.yaml").write_text((CONTRACTS / "triage.yaml").read_text())
+    cfg = ServiceConfig(roots=[root], db=str(tmp_path / "g.duckdb"), state_dir=tmp_path / "state", run_jobs=False)
+    token = create_token(cfg.db, "t-ci", "ci")
+    with TestClient(create_app(cfg)) as client:
+        resp = client.post("/checks", headers={"Authorization": f"Bearer {token}"},
+                           json={"dataset": "ds", "contract": "triage.yaml", "snippets": "none", "checks": ["pii"]})
+        assert resp.status_code == 202, resp.text
+        params = get_job(cfg.db, resp.json()["job_id"])["params"]
+    assert params["snippets"] == "none" and params["dataset"] == str((root / "ds").resolve())
+    worker = CheckWorker(cfg.job_memory_bytes, cfg.job_cpu_seconds)  # the job's own spawned process, its limits
+    try:
+        for mode in ("none", "masked"):
+            kind, code, run = worker.run({**params, "snippets": mode}, str(tmp_path / f"r-{mode}"), [root], 1)
+            assert kind == "ok", code
+            findings = [f for r in run.results for f in r.findings]
+            assert findings and all(bool(f.snippet) == (mode == "masked") for f in findings), mode
+    finally:
+        worker.close()

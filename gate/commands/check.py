@@ -10,78 +10,60 @@ from typing import Any
 from gate.commands.changed import changed_scope, check_units, pass_nothing_changed
 from gate.contract import load_contract
 from gate.data.usecase import check_dataset
+from gate.requests import CheckRequest
 
 
-def run_check_command(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None,
-                      db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
-                      quiet: bool, tokenizer: str | None = None, changed_since: str | None = None,
-                      engine: str = "local", address: str | None = None, base: str | None = None,
-                      index: str | None = None, base_check: Any = None, fail_on_existing: bool = False,
-                      snippets: str = "masked", trust_ref: str | None = None,
-                      allow_contract_change: bool = False) -> int:
+def run_check_command(req: CheckRequest, *, base_check: Any = None, trust_ref: str | None = None) -> int:
     from gate.report.check_report import github_annotations
 
-    if changed_since is not None:
-        return run_changed_check(dataset=dataset, ref=changed_since, contract_path=contract_path,
-                                 report_dir=report_dir, checks=checks, db=db, record=record, workers=workers,
-                                 fail_on=fail_on, max_examples=max_examples, quiet=quiet, tokenizer=tokenizer,
-                                 fail_on_existing=fail_on_existing, snippets=snippets,
-                                 allow_contract_change=allow_contract_change)
+    if req.changed_since is not None:
+        return run_changed_check(req)
     if os.environ.get("GATE_URL"):  # a shared service is the writer: submit the check there and wait for it
         import sys
 
         from gate.errors import ExitCode
-        from gate.service.client import remote_check, unsent_options
+        from gate.requests import unsent
+        from gate.service.client import remote_check
 
-        if trust_ref is not None and not allow_contract_change:  # a pull-request run: never send a loosening
-            _refuse_remote_loosening(contract_path, dataset, trust_ref, tokenizer)
-        options = {"checks": checks, "fail_on": fail_on, "max_examples": max_examples, "db": db, "record": record,
-                   "workers": workers, "tokenizer": tokenizer, "engine": engine, "address": address, "base": base,
-                   "index": index, "fail_on_existing": fail_on_existing, "snippets": snippets}
-        refused = unsent_options(options)
+        if trust_ref is not None and not req.allow_contract_change:  # a pull-request run: never send a loosening
+            _refuse_remote_loosening(req.contract, req.dataset, trust_ref, req.tokenizer)
+        refused = unsent(req)
         if refused:  # dropping them would answer another question than the one asked
             print(f"gate: error: the service (GATE_URL) cannot honour {', '.join(refused)}: run without GATE_URL, "
                   f"or without the option(s)", file=sys.stderr)
             return int(ExitCode.USAGE)
-        return remote_check(dataset=dataset, contract_path=contract_path, report_dir=report_dir, quiet=quiet,
-                            options=options)
-    run, code = check_dataset(dataset=dataset, contract_path=contract_path, report_dir=report_dir, checks=checks,
-                              db=db, record=record, workers=workers, fail_on=fail_on, max_examples=max_examples,
-                              tokenizer=tokenizer, engine=engine, address=address, base=base, index=index,
-                              base_check=base_check, fail_on_existing=fail_on_existing, snippets=snippets,
-                              trust_ref=trust_ref, allow_contract_change=allow_contract_change)
+        return remote_check(req)
+    run, code = check_dataset(req, base_check=base_check, trust_ref=trust_ref)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(run):
             print(line)
     from gate.report.terminal import print_check_run
 
-    print_check_run(run, report_dir, quiet=quiet)
+    print_check_run(run, req.report_dir, quiet=req.quiet)
     return code
 
 
-def run_changed_check(*, dataset: str, ref: str, contract_path: str, report_dir: str, checks: list[str] | None,
-                      db: str | None, record: bool, workers: int | None, fail_on: str, max_examples: int,
-                      quiet: bool, tokenizer: str | None, fail_on_existing: bool = False,
-                      snippets: str = "masked", allow_contract_change: bool = False) -> int:
+def run_changed_check(req: CheckRequest) -> int:
     """Checks the datasets the change touches (gate.commands.changed), each against its own check at the
-    merge-base with `ref` (every finding new or existing, gate.data.novelty)."""
+    merge-base with `req.changed_since` (every finding new or existing, gate.data.novelty)."""
     from gate.data.novelty import check_at_base
 
-    scope = changed_scope(dataset, ref, contract_path, tokenizer)
+    ref = req.changed_since
+    assert ref is not None
+    scope = changed_scope(req.dataset, ref, req.contract, req.tokenizer)
     if not scope.units:
-        return pass_nothing_changed(report_dir, dataset, ref)
-    current = load_contract(contract_path)
+        return pass_nothing_changed(req.report_dir, req.dataset, ref)
+    current = load_contract(req.contract)
+    checks = list(req.checks) if req.checks is not None else None
 
     def one(unit: Path, out: str) -> int:
-        base = check_at_base(unit, contract_path, ref=ref, root=scope.root, commit=scope.commit, current=current,
-                             checks=checks, workers=workers, tokenizer=tokenizer)
+        base = check_at_base(unit, req.contract, ref=ref, root=scope.root, commit=scope.commit, current=current,
+                             checks=checks, workers=req.workers, tokenizer=req.tokenizer)
         base.why = scope.why
-        return run_check_command(dataset=str(unit), contract_path=contract_path, report_dir=out, checks=checks,
-                                 db=db, record=record, workers=workers, fail_on=fail_on, max_examples=max_examples,
-                                 quiet=quiet, tokenizer=tokenizer, base_check=base, fail_on_existing=fail_on_existing,
-                                 snippets=snippets, trust_ref=ref, allow_contract_change=allow_contract_change)
+        return run_check_command(req.with_(dataset=str(unit), report_dir=out, changed_since=None),
+                                 base_check=base, trust_ref=ref)
 
-    return check_units(scope, report_dir, ref, one)
+    return check_units(scope, req.report_dir, ref, one)
 
 
 def _refuse_remote_loosening(contract_path: str, dataset: str, ref: str, tokenizer: str | None) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from gate.data.runner import CheckRun
 from gate.errors import ExitCode
+from gate.requests import CheckRequest
 
 
 def exit_code_for(run: CheckRun, fail_on: str = "error") -> int:
@@ -25,12 +26,8 @@ def exit_code_for(run: CheckRun, fail_on: str = "error") -> int:
     return ExitCode.PASS
 
 
-def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: list[str] | None, db: str | None,
-                  record: bool, workers: int | None, fail_on: str, max_examples: int, tokenizer: str | None = None,
-                  progress: bool | None = None, engine: str = "local", address: str | None = None,
-                  base: str | None = None, index: str | None = None, base_check: Any = None,
-                  fail_on_existing: bool = False, snippets: str = "masked", trust_ref: str | None = None,
-                  allow_contract_change: bool = False) -> tuple[CheckRun, int]:
+def check_dataset(req: CheckRequest, *, progress: bool | None = None, base_check: Any = None,
+                  trust_ref: str | None = None) -> tuple[CheckRun, int]:
     """The core of `gate check` without any terminal output: the CLI and the service's jobs both run this.
 
     `base_check` (a gate.data.novelty.BaseCheck, in a pull-request run): every finding is marked new or existing
@@ -45,23 +42,25 @@ def check_dataset(*, dataset: str, contract_path: str, report_dir: str, checks: 
     from gate.contract.model import TokenizerRef
     from gate.contract.trust import trusted_contract
 
-    _preconditions(report_dir, db if record else None, record)  # before any work or output (issue 27 item 11)
-    ref = trust_ref if trust_ref is not None else base
-    trust = (trusted_contract(contract_path, dataset, ref, allow_change=allow_contract_change, tokenizer=tokenizer)
-             if ref is not None else nullcontext(None))
+    _preconditions(req.report_dir, req.db if req.record else None, req.record)  # before any work or output
+    ref = trust_ref if trust_ref is not None else req.base
+    trust = (trusted_contract(req.contract, req.dataset, ref, allow_change=req.allow_contract_change,
+                              tokenizer=req.tokenizer) if ref is not None else nullcontext(None))
+    checks = list(req.checks) if req.checks is not None else None
     with trust as trusted:  # the base's evaluation sets stay readable while the checks run
         if trusted is not None:
             contract, change = trusted.contract, trusted.result
         else:
-            contract, change = load_contract(contract_path), None
-            if tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
-                contract = dataclasses.replace(contract, tokenizer=TokenizerRef(tokenizer))
-        run = _run(dataset, contract, checks=checks, workers=workers, progress=progress, engine=engine,
-                   address=address, base=base, index=index, snippets=snippets != "none")
+            contract, change = load_contract(req.contract), None
+            if req.tokenizer:  # the command line names the model's tokenizer: it replaces the contract's
+                contract = dataclasses.replace(contract, tokenizer=TokenizerRef(req.tokenizer))
+        run = _run(req.dataset, contract, checks=checks, workers=req.workers, progress=progress, engine=req.engine,
+                   address=req.address, base=req.base, index=req.index, snippets=req.snippets != "none")
     if change is not None:
         run.results.insert(0, change)
-    return _finish(run, report_dir=report_dir, db=db, record=record, fail_on=fail_on, max_examples=max_examples,
-                   base_check=base_check, fail_on_existing=fail_on_existing, snippets=snippets)
+    return _finish(run, report_dir=req.report_dir, db=req.db, record=req.record, fail_on=req.fail_on,
+                   max_examples=req.max_examples, base_check=base_check, fail_on_existing=req.fail_on_existing,
+                   snippets=req.snippets)
 
 
 def _run(dataset: str, contract: Any, *, checks: list[str] | None, workers: int | None, progress: bool | None,

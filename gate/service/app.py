@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from gate import __version__
 from gate.errors import GateError
 from gate.io.dataset import SPLIT_FORMATS
+from gate.requests import CheckRequest as CoreCheckRequest
+from gate.requests import body_model, path_fields
 from gate.service.auth import Perm, Principal, Role, create_token, verify_token
 from gate.service.config import ServiceConfig
 from gate.service.jobs import REPORT_FILES, JobRunner, get_job, list_jobs, new_job_id, submit
@@ -39,13 +41,8 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="Newest first, at most t
 _bearer = HTTPBearer(auto_error=False, description="A token from `gate token create`.")
 
 
-class CheckRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    dataset: str = Field(description="Dataset file or directory, under one of the service's roots.")
-    contract: str = Field(description="Data contract YAML, under one of the service's roots.")
-    checks: list[str] | None = None
-    fail_on: Literal["error", "warning", "never"] = "error"
-    max_examples: int = Field(10, ge=0, le=1000)
+#: the body of POST /checks: the `remote` fields of the one check request (gate.requests), derived from it
+CheckRequest = body_model(CoreCheckRequest)
 
 
 class ScoreRequest(BaseModel):
@@ -186,8 +183,9 @@ def _submit_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRou
     def submit_check(body: CheckRequest, who: Checker) -> dict[str, Any]:
         """Queue a `gate check` of a dataset that is already under one of the roots."""
         params = body.model_dump()
-        params["dataset"] = _confine(cfg, body.dataset, "dataset")
-        params["contract"] = _confine(cfg, body.contract, "contract")
+        for name in path_fields(CoreCheckRequest):
+            if params[name] is not None:
+                params[name] = _confine(cfg, params[name], name)
         return queue("check", params, who)
 
     @router.post(UPLOAD_PATH, status_code=202, tags=["checks"])

@@ -15,6 +15,7 @@ from typing import Any
 
 from gate.errors import ExitCode, GateError
 from gate.io.atomic import atomic_dir
+from gate.requests import CheckRequest, path_fields, remote_body
 from gate.settings import positive_seconds
 
 POLL_S = 0.5
@@ -76,37 +77,18 @@ class ServiceClient:
         return list(self._call("GET", "/tokens").json())
 
 
-#: the `gate check` options a local run takes, at the value that changes nothing (what the service does anyway)
-LOCAL_DEFAULTS: dict[str, Any] = {"db": None, "record": True, "workers": None, "tokenizer": None, "engine": "local",
-                                  "address": None, "base": None, "index": None, "fail_on_existing": False,
-                                  "snippets": "masked"}
-
-
-def carried_fields() -> tuple[str, ...]:
-    """The options the service's check request carries (gate.service.app.CheckRequest, less dataset and contract):
-    the one list, so a field added to the request is sent without a second edit here."""
-    from gate.service.app import CheckRequest
-
-    return tuple(k for k in CheckRequest.model_fields if k not in ("dataset", "contract"))
-
-
-def unsent_options(options: dict[str, Any]) -> list[str]:
-    """The options given a value the service request cannot carry (`--snippets none`, `--base HEAD`, ...): refused,
-    never dropped (a dropped `--tokenizer` would pass a check that was asked to render every row)."""
-    carried = set(carried_fields())
-    return [f"--{k.replace('_', '-')}" if k != "record" else "--no-db" for k, v in options.items()
-            if k not in carried and v != LOCAL_DEFAULTS.get(k)]
-
-
-def remote_check(*, dataset: str, contract_path: str, report_dir: str, quiet: bool, options: dict[str, Any]) -> int:
+def remote_check(req: CheckRequest) -> int:
     """Submits the check to $GATE_URL with $GATE_TOKEN, waits, copies the reports back; returns the job's exit code.
-    `options`: the check's options; every one the request carries is sent (`unsent_options` refused the rest)."""
+    Every `remote` field of the request is sent (gate.requests; the caller refused the `local` ones)."""
     timeout = positive_seconds("GATE_JOB_TIMEOUT", 3600.0)  # before submitting: a bad value must not leave a job
     url = os.environ["GATE_URL"]
     client = ServiceClient(url, os.environ.get("GATE_TOKEN"))
-    job = client.submit_check({"dataset": str(Path(dataset).absolute()),
-                               "contract": str(Path(contract_path).absolute()),
-                               **{k: options[k] for k in carried_fields() if k in options}})
+    body = remote_body(req)
+    for name in path_fields(CheckRequest):  # the service resolves paths under its roots, not our cwd
+        if body[name] is not None:
+            body[name] = str(Path(body[name]).absolute())
+    job = client.submit_check(body)
+    quiet, dataset, report_dir = req.quiet, req.dataset, req.report_dir
     if not quiet:
         print(f"submitted {job['job_id']} to {url}", flush=True)
     from gate.report.console import make_console

@@ -119,15 +119,16 @@ def run_check(params: dict[str, Any], report_dir: str, roots: list[str], check_w
     `error` (bad input), `memory`, `cpu` or `crash`."""
     from gate.data.usecase import check_dataset
     from gate.io.confine import use_roots
+    from gate.requests import CheckRequest, fields_where
 
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     resource.setrlimit(resource.RLIMIT_CPU, (int(_cpu_used()) + _cpu_seconds, hard))
     try:
         with use_roots(roots):
-            run, code = check_dataset(dataset=params["dataset"], contract_path=params["contract"],
-                                      report_dir=report_dir, checks=params.get("checks"), db=None, record=False,
-                                      workers=check_workers, fail_on=params.get("fail_on", "error"),
-                                      max_examples=params.get("max_examples", 10), progress=False)
+            # the request's remote fields as sent; what only the service decides (its record, its cores) set here
+            req = CheckRequest(**{k: v for k, v in params.items() if k in fields_where(CheckRequest, "remote")},
+                               report_dir=report_dir, db=None, record=False, workers=check_workers)
+            run, code = check_dataset(req, progress=False)
         return "ok", int(code), run
     except _CpuLimit:
         return "cpu", f"the job went over its CPU limit of {_cpu_seconds:,} s (job_cpu_seconds) and was stopped", ""
