@@ -52,6 +52,7 @@ def segments(text: str, min_chars: int, unit: str = "line") -> list[tuple[int, i
 
 class BoilerplateCheck(Check):
     name = "boilerplate"
+    rules = ("boilerplate",)
     order = 120
     incremental = "full"
     version = "1"

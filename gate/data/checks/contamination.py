@@ -130,6 +130,7 @@ def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray]
 
 class ContaminationCheck(_ClusterCheck):
     name = "contamination"
+    rules = ("contamination",)
     order = 80
     incremental = "full"
     finding_fields = ("partner_row", "partner_id", "score")  # the matched evaluation item and similarity

@@ -19,6 +19,7 @@ from gate.data.text import row_chars
 
 class LengthCheck(Check):
     name = "length"
+    rules = ("length.row_chars", "length.message_chars", "length.tokens")
     order = 110
     incremental = "per_row"
     version = "1"

@@ -119,6 +119,9 @@ class _ClusterCheck(Check):
 
 class NearDuplicateCheck(_ClusterCheck):
     name = "near_duplicate"
+    drop_action = "drop_row"  # every row of a cluster but the kept one goes
+    drop_switch = "drop_duplicates"
+    rules = ("near_duplicate",)
     order = 30
     incremental = "against_index"
     finding_fields = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")
@@ -186,6 +189,9 @@ class NearDuplicateCheck(_ClusterCheck):
 
 class LeakageCheck(_ClusterCheck):
     name = "leakage"
+    drop_action = "drop_row"  # the copy in the less protected split goes
+    drop_switch = "drop_leakage"
+    rules = ("leakage.exact", "leakage.near", "leakage.semantic")
     order = 50
     incremental = "against_index"
     finding_fields = ("partner_row", "partner_id", "score")  # the row of the more protected split and the similarity

@@ -122,6 +122,7 @@ class _DetectorCheck(Check):
 
 class PiiCheck(_DetectorCheck):
     name = "pii"
+    rules = ("pii.*",)  # pii.<ENTITY>; scrub operator keys are checked against the entity names
     order = 60
     incremental = "per_row"
     version = "1"
@@ -163,6 +164,7 @@ class PiiCheck(_DetectorCheck):
 
 class SecretCheck(_DetectorCheck):
     name = "secret"
+    rules = ("secret.*",)  # secret.<kind>
     order = 70
     incremental = "per_row"
     version = "1"

@@ -111,6 +111,9 @@ def semantic_options(contract: Contract) -> tuple[bool, float, str, int]:
 
 class SemanticDuplicateCheck(Check):
     name = "semantic_duplicate"
+    drop_action = "drop_row"  # every paraphrase of a cluster but the kept one goes
+    drop_switch = "drop_duplicates"
+    rules = ("semantic_duplicate",)
     order = 40
     incremental = "full"
     finding_fields = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")

@@ -30,6 +30,8 @@ from gate.data.base import Batch, Check, CheckResult, Finding
 
 class TemplateCheck(Check):
     name = "template"
+    rules = ("template.render_error", "template.mask", "template.stop", "template.reasoning_dropped",
+             "template.control_tokens", "template.tool_roundtrip")
     order = 100
     incremental = "per_row"
     version = "1"
