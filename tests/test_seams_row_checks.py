@@ -18,6 +18,21 @@ from gate.data.runner import run_checks
 from tests.conftest import ROOT, gate_inprocess, run_gate, write_jsonl
 
 EXAMPLE = ROOT / "docs" / "examples" / "gate_turns"
+#: a second plugin that declares its drop action: scrub drops its rows with no operator named
+UNANSWERED = '''
+from gate.contract.meta import NO_OPTIONS
+from gate.data.base import RowCheck, RowFinding
+
+
+class Unanswered(RowCheck):
+    name = "unanswered"
+    rules = ("unanswered",)
+    drop_action = "drop_row"
+    options_schema = NO_OPTIONS
+
+    def check_row(self, row):
+        return [RowFinding("unanswered", "no answer")] if row["messages"][-1]["role"] != "assistant" else []
+'''
 
 
 def install_example(root: Path) -> dict[str, str]:
@@ -27,7 +42,9 @@ def install_example(root: Path) -> dict[str, str]:
     dist = site / "gate_turns-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gate-turns\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text((EXAMPLE.parent / "entry_points.txt").read_text())
+    (site / "gate_turns" / "unanswered.py").write_text(UNANSWERED)
+    (dist / "entry_points.txt").write_text((EXAMPLE.parent / "entry_points.txt").read_text().replace(
+        "[gate.checks]\n", "[gate.checks]\nunanswered = gate_turns.unanswered:Unanswered\n"))
     return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
 
@@ -49,8 +66,11 @@ def _contract(root: Path, scrub: dict | None = None, **extra: object) -> Path:
 
 
 def test_a_plugin_scrub_rule_drops_the_rows_the_plugin_flags(tmp_path):
+    """`too_many_turns` drops by the contract's operator, `unanswered` by its own declaration."""
     env = install_example(tmp_path)
-    write_jsonl(tmp_path / "data" / "train.jsonl", [_chat(i, 3 if i in (1, 4) else 1) for i in range(6)])
+    rows = [_chat(i, 3 if i in (1, 4) else 1) for i in range(7)]
+    rows[6]["messages"].pop()  # c6 ends with the user
+    write_jsonl(tmp_path / "data" / "train.jsonl", rows)
     contract = _contract(tmp_path, {"operators": {"too_many_turns": "drop_row"}},
                          checks={"pii": {"use_ner": False}, "too_many_turns": {"max_user_turns": 2}})
     res = run_gate("scrub", str(tmp_path / "data"), "-c", str(contract), "-o", str(tmp_path / "out"), env=env)
@@ -59,6 +79,7 @@ def test_a_plugin_scrub_rule_drops_the_rows_the_plugin_flags(tmp_path):
     assert kept == ["c0", "c2", "c3", "c5"]
     manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text())
     assert [e["row"] for e in manifest["by_rule"]["too_many_turns"]["dropped"]] == [2, 5]
+    assert [e["id"] for e in manifest["by_rule"]["unanswered"]["dropped"]] == ["c6"]
 
 
 def test_an_operator_key_that_names_nothing_fails_lint_check_and_scrub_in_one_line(tmp_path):
