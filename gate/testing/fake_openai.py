@@ -1,6 +1,6 @@
 """A small but real OpenAI-compatible HTTP server for client tests: canned answers, 5xx on demand, delays, kill.
 
-Runs in-process (`FakeOpenAI().start()`) or as a process (`python tests/serve/fake_openai.py --port P`), the latter
+Runs in-process (`FakeOpenAI().start()`) or as a process (`python -m gate.testing.fake_openai --port P`), the latter
 standing in for a model server in launcher tests.
 """
 
