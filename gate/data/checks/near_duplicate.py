@@ -130,13 +130,21 @@ class NearDuplicateCheck(_ClusterCheck):
     hops_max = 0
     # read by gate.data.neardup.neardup_config (shared with `leakage` and `contamination`'s MinHash)
     options_schema = check_options({
-        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "ngram": {"type": "integer", "minimum": 1},
-        "num_perm": {"type": "integer", "minimum": 1},
-        "seed": {"type": "integer", "minimum": 0},
-        "strip_punct": {"type": "boolean"},
-        "unit": {"enum": ["word", "char"]},
-        "keep": {"enum": ["star", "chain"]},
+        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.8, "description":
+                      "Exact Jaccard of two rows' shingle sets at or above which they are near duplicates."},
+        "ngram": {"type": "integer", "minimum": 1, "default": 5, "description":
+                  "Shingle length in units (words or characters); a shorter text is one whole-text shingle."},
+        "num_perm": {"type": "integer", "minimum": 1, "default": 128, "description":
+                     "MinHash permutations: more finds more candidate pairs (recall) at more CPU."},
+        "seed": {"type": "integer", "minimum": 0, "default": 1, "description":
+                 "MinHash seed (datasketch-compatible); the same seed gives the same signatures."},
+        "strip_punct": {"type": "boolean", "default": True, "description":
+                        "Replace punctuation by spaces before shingling."},
+        "unit": {"enum": ["word", "char"], "default": "word", "description":
+                 "Shingle unit: word n-grams, or character n-grams (for text without spaces)."},
+        "keep": {"enum": ["star", "chain"], "default": "star", "description":
+                 "Which rows of a cluster stay: star drops a row only when it is near a row that stays; chain "
+                 "drops every row linked to the kept one through verified pairs."},
     })
 
     def finish(self) -> None:
@@ -198,7 +206,9 @@ class LeakageCheck(_ClusterCheck):
     version = "1"
     # clusters under `checks.near_duplicate`'s options; `semantic`: also reworded copies (gate.embed cosine >=
     # checks.semantic_duplicate.threshold), reported as leakage.semantic
-    options_schema = check_options({"semantic": {"type": "boolean"}})
+    options_schema = check_options({"semantic": {"type": "boolean", "default": False, "description": (
+        "Also report a training row that says a test or validation row in other words (cosine of all-MiniLM-L6-v2 "
+        "embeddings at or above `checks.semantic_duplicate.threshold`; needs the model wheel).")}})
 
     def finish(self) -> None:
         super().finish()
