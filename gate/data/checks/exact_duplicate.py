@@ -79,7 +79,6 @@ class ExactDuplicateCheck(Check):
                     None, dup_id))
             self.counts["clusters"] += len(np.unique(group_start[same_as_prev]))
         self.counts.update(reasons)
-        self.counts["kept"] = self.counts["scanned"] - reasons["dropped_duplicate"]
         self._digests.clear()
         self._lines.clear()
         self._ids.clear()

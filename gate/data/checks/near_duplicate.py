@@ -173,7 +173,6 @@ class NearDuplicateCheck(_ClusterCheck):
                 cluster_id=cluster_id, cluster_size=c.size))
         self.keep = keep
         self.counts["clusters"] = cl.result.counters.clusters
-        self.counts["kept"] = self.counts["scanned"] - self.counts["dropped_near_duplicate"]
 
     def details(self) -> dict[str, Any]:
         """The LSH plan and counters, the keep rule, and how far a dropped row lies from its kept row (hops along
@@ -182,7 +181,6 @@ class NearDuplicateCheck(_ClusterCheck):
 
     def incremental_result(self, view: IncrementalView) -> CheckResult:
         self._cluster_incremental(view, "dropped_near_duplicate")
-        self.counts["kept"] = view.total_rows - len(self.findings)
         return self.result()
 
     def result(self) -> CheckResult:
