@@ -36,7 +36,8 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "scorer": ("gate.score.scorers", "gate.scorers", "type"),
 }
 #: the class attributes read from the source without importing it (literals only)
-_LITERALS = ("name", "type", "order", "incremental", "keys", "fields", "finding_fields", "defers_to")
+_LITERALS = ("name", "type", "order", "incremental", "keys", "fields", "finding_fields", "defers_to", "drop_action",
+             "drop_rules", "drop_switch", "rules")
 THIRD_PARTY_ORDER = 10_000  # a third-party check without a readable `order` runs after the built-in ones
 #: what a class of each kind must declare to be usable (a check without `options_schema` cannot be validated)
 _REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {"check": (("options_schema", dict),),

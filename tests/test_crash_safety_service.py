@@ -117,7 +117,7 @@ class Service:
 @pytest.fixture
 def world(tmp_path):
     from gate.service.auth import create_token
-    from tests.serve.fake_openai import FakeOpenAI
+    from gate.testing.fake_openai import FakeOpenAI
 
     root = tmp_path / "root"
     rows = [triage_row(i, f"ticket {i} about a broken widget number {i}") for i in range(40)]

@@ -1,6 +1,6 @@
 """`gate score` ends with the release decision: PROMOTE / BLOCK with a baseline, the target check without one.
 
-Both models are served by the real OpenAI-compatible test server (tests/serve/fake_openai.py) through the url engine,
+Both models are served by the real OpenAI-compatible test server (gate/testing/fake_openai.py) through the url engine,
 answering the triage scorecard's held-out tickets: "tiny" with the expected JSON, "tinylora" with a
 valid but wrong product.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gate.testing.fake_openai import FakeOpenAI, triage_model
 from tests.conftest import ROOT, run_gate
-from tests.serve.fake_openai import FakeOpenAI, triage_model
 
 TRIAGE = ROOT / "scorecards" / "triage.yaml"
 LIMIT = 24

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gate.testing.fake_openai import FakeOpenAI
 from tests.conftest import CONTRACTS, run_gate, triage_row, write_jsonl
-from tests.serve.fake_openai import FakeOpenAI
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 

@@ -22,9 +22,9 @@ from typing import Any
 import duckdb
 import pytest
 
+from gate.testing.fake_openai import triage_model
 from tests.conftest import FIXTURES, ROOT, gate_inprocess, run_gate
 from tests.leakscan import planted_values, scan, strings_of
-from tests.serve.fake_openai import triage_model
 
 FAULTY = ["triage-faulty", "tool-use-faulty"]
 SCORECARD = ROOT / "scorecards" / "triage.yaml"

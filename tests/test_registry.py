@@ -76,12 +76,18 @@ def test_checks_fill_only_the_finding_fields_they_declare():
     run = run_checks(str(FIXTURES / "triage-faulty"), load_contract(CONTRACTS / "triage.yaml"), checks=names,
                      workers=1, progress=False)
     filled: dict[str, set[str]] = {}
+    rules: dict[str, set[str]] = {}
     for r in run.results:
         for f in r.findings:
             filled.setdefault(r.name, set()).update(k for k in EVIDENCE_FIELDS if getattr(f, k) is not None)
+            rules.setdefault(r.name, set()).add(f.rule)
     for name, fields in filled.items():
         assert fields <= set(CHECKS[name].finding_fields), name
     assert filled["near_duplicate"] == set(EVIDENCE_FIELDS)  # the declaration is not merely wide
+    # every rule a check reports is one it declares: `scrub.operators` keys are checked against the declarations
+    for name, found in rules.items():
+        assert found <= set(CHECKS[name].rules), (name, found - set(CHECKS[name].rules))
+    assert len(rules["contract"]) > 5
 
 
 def test_one_run_shares_one_fresh_context_and_no_module_memo(triage_contract):

@@ -282,8 +282,8 @@ def test_a_score_job_runs_against_a_served_model(tmp_path):
     """An evaluator's score run goes through the CLI's own `gate score` in the writer process and is recorded."""
     import shutil
 
+    from gate.testing.fake_openai import FakeOpenAI
     from tests.conftest import ROOT
-    from tests.serve.fake_openai import FakeOpenAI
 
     root = tmp_path / "root"
     shutil.copytree(ROOT / "scorecards", root / "scorecards")

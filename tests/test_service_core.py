@@ -55,7 +55,7 @@ def test_a_service_score_job_writes_nothing_to_stdout_or_stderr(tmp_path: Path, 
     from gate.service.config import ServiceConfig
     from gate.service.jobs import run_one, submit
     from gate.store import service as store
-    from tests.serve.fake_openai import FakeOpenAI
+    from gate.testing.fake_openai import FakeOpenAI
 
     root = tmp_path / "root"
     shutil.copytree(ROOT / "scorecards", root / "scorecards")

@@ -248,6 +248,12 @@ def _check_references(data: dict[str, Any], declared: set[str], fail: Any) -> No
     pii_problem = contract_problem(data.get("checks") or {})
     if pii_problem:  # an entity name the scan cannot look for (a typo, ORGANIZATION under ner_entities)
         raise fail(*pii_problem)
+    from gate.data.scrub_rules import operator_key_problem
+
+    for key in ((data.get("scrub") or {}).get("operators") or {}):
+        problem = operator_key_problem(key)
+        if problem:  # a typo would drop or rewrite nothing, silently
+            raise fail(problem, ["scrub", "operators", key])
     for key in ("group_key", "group_fallback_key"):
         if data.get(key) and declared and data[key] not in declared:
             raise fail(f"'{data[key]}' is not a declared field", [key])

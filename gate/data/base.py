@@ -118,6 +118,17 @@ class Check(ABC):
     #: it judges another partner), so the runner finishes these first (`finish_all`) and hands over what they
     #: reported (`handed`); a check leaves a row only when `reported_by` says so, never on the other's running alone
     defers_to: ClassVar[tuple[str, ...]] = ()
+    #: what `gate scrub` does by default with a row this check flags: "drop_row" (the row goes) or None (left as it
+    #: is, unless the contract's `scrub.operators` name the check or the rule). Why declared: scrub applies any check,
+    #: a plugin's too, from this and the operators alone (gate.data.scrub_rules.ScrubRules.finding_action)
+    drop_action: ClassVar[str | None] = None
+    #: the rules `drop_action` applies to (empty: every rule of the check), e.g. the contract's `messages.empty`
+    drop_rules: ClassVar[tuple[str, ...]] = ()
+    #: the contract's `scrub:` flag that turns `drop_action` off (`drop_duplicates`, `drop_leakage`), or None
+    drop_switch: ClassVar[str | None] = None
+    #: the finding rules the check reports (`family.*` stands for every rule of a family), so that a key of the
+    #: contract's `scrub.operators` naming none of them is refused as a typo; empty: any `<name>.<rule>` is accepted
+    rules: ClassVar[tuple[str, ...]] = ()
     #: what the checks of one run share (e.g. the MinHash clustering of near_duplicate and leakage); set by
     #: `gate.data.registry.instantiate`. A fresh one per run: nothing is shared between runs through modules
     context: RunContext
@@ -174,6 +185,10 @@ class Check(ABC):
         status = "fail" if errors > limit else ("warn" if self.findings else "pass")
         counts = {"scanned": 0, **dict(self.counts), "flagged_rows": self.flagged_rows(),
                   "findings": len(self.findings), "errors": errors}
+        # the same four counts for every check: rows read, rows `gate scrub` drops for this check's findings under
+        # this contract, the rest, and rows with any finding (`flagged_rows`)
+        counts["dropped"] = _dropped_rows(self.contract, self.findings)
+        counts["kept"] = max(counts["scanned"] - counts["dropped"], 0)
         return CheckResult(self.name, self.version, status, counts,
                            sorted(self.findings, key=_finding_order), self.seconds,
                            self.summary(status, errors, limit), self.details())
@@ -197,6 +212,56 @@ class Check(ABC):
         self.findings = [f for f in self.findings if (f.split, f.row) in view.changed or f.rule in keeps]
         self.counts["changed_rows"] = self.counts["scanned"] = len(view.changed)  # this run, not the dataset
         return self.result()
+
+
+@dataclass(frozen=True, slots=True)
+class RowFinding:
+    """What a `RowCheck` found in one row; the runner adds the check, split, line and row id to make a `Finding`.
+    `snippet` must already be redacted (gate.pii.redact.value_snippet): reports show it as it is."""
+
+    rule: str
+    message: str
+    field: str | None = None
+    severity: str = "error"
+    snippet: str | None = None
+
+
+def row_id(row: Any) -> str | None:
+    """A row's own `id` as findings carry it: a string or an integer (as text), else None."""
+    rid = row.get("id") if isinstance(row, dict) else None
+    return str(rid) if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+
+
+class RowCheck(Check):
+    """A check that judges each row on its own (as datatrove's filters do): it implements `check_row`, which returns
+    what it found in one row; the loop, the counts (`scanned`; `kept`, `dropped`, `flagged_rows` in `result`) and the
+    split, line and id of every finding are the base class's. Per row, so `gate check --base` runs it on the changed
+    rows only. A check that needs the whole dataset (duplicates, splits) subclasses `Check` instead."""
+
+    incremental: ClassVar[str] = "per_row"
+
+    @abstractmethod
+    def check_row(self, row: dict[str, Any]) -> list[RowFinding]:
+        """What is wrong with one parsed row (the keys of `fields`, or all); [] when nothing. Runs in workers."""
+
+    def map(self, batch: Batch) -> Any:
+        findings: list[Finding] = []
+        for line, row in batch.rows:
+            found = self.check_row(row)
+            if found:
+                rid = row_id(row)
+                findings.extend(Finding(self.name, batch.split, line, f.field, f.rule, f.severity, f.message,
+                                        f.snippet, rid) for f in found)
+        return findings, Counter({"scanned": len(batch.rows)})
+
+
+def _dropped_rows(contract: Contract, findings: list[Finding]) -> int:
+    """Rows whose findings `gate scrub` drops under the contract (gate.data.scrub_rules, the rule scrub follows)."""
+    from gate.data.scrub_rules import ScrubRules
+
+    rules = ScrubRules.of(contract)
+    drops = {key: rules.drops(*key) for key in {(f.check, f.rule) for f in findings if f.row is not None}}
+    return len({(f.split, f.row) for f in findings if f.row is not None and drops[(f.check, f.rule)]})
 
 
 def _kept_by_scrub(contract: Contract, findings: list[Finding]) -> list[Finding]:

@@ -24,7 +24,7 @@ from gate import __version__
 from gate.contract import Contract
 from gate.data.base import Batch, RunContext
 from gate.data.pii_scan import RowScanner, set_field
-from gate.data.scrub_rules import DEFAULT_DROP_RULES, DETECTOR_CHECKS, ScrubRules
+from gate.data.scrub_rules import DETECTOR_CHECKS, ScrubRules
 from gate.data.text import normalize, row_text
 from gate.errors import GateError
 from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
@@ -59,21 +59,21 @@ def scrub_config(contract: Contract) -> Any:
 
 
 def drop_checks(rules: ScrubRules, contract: Contract) -> list[str]:
-    """The checks whose findings can drop a row under these rules, in run order. Here, not on ScrubRules: it needs
-    the check registry, which imports gate.data.base, which reads ScrubRules (no import cycle)."""
-    from gate.data.checks.semantic_duplicate import semantic_options
+    """The checks whose findings can drop a row under these rules, in run order: those that declare a drop action
+    (`Check.drop_action`, a plugin's too) the contract leaves on, and those the operators set to `drop_row` by name
+    or rule; a check the contract skips (`skip_reason`) is left out. Here, not on ScrubRules: it needs the check
+    registry, which imports gate.data.base, which reads ScrubRules (no import cycle)."""
     from gate.data.registry import CHECKS
 
     wanted: set[str] = set()
-    if rules.drop_duplicates:
-        wanted.update(("exact_duplicate", "near_duplicate"))
-        if semantic_options(contract)[0]:
-            wanted.add("semantic_duplicate")
-    if rules.drop_leakage:
-        wanted.add("leakage")
     ops = dict(rules.operators)
-    if not any(ops.get(name) not in (None, "drop_row") for name in (*DEFAULT_DROP_RULES, "contract")):
-        wanted.add("contract")
+    for name in CHECKS.usable():
+        if CHECKS.literal(name, "drop_action") is None:
+            continue
+        declared = CHECKS.literal(name, "drop_rules") or ()
+        if any(rules.finding_action(name, rule) == "drop_row" for rule in declared) or (
+                not declared and rules.finding_action(name, name) == "drop_row"):
+            wanted.add(name)
     for name, op in ops.items():
         if op != "drop_row":
             continue
@@ -86,7 +86,7 @@ def drop_checks(rules: ScrubRules, contract: Contract) -> list[str]:
             wanted.add(head)
         elif "." in name:  # the contract check's rules are dotted: field.pattern, messages.roles
             wanted.add("contract")
-    return [name for name in CHECKS if name in wanted]
+    return [name for name in CHECKS if name in wanted and CHECKS[name].skip_reason(contract) is None]
 
 
 def check_drops(dataset: str, contract: Contract, rules: ScrubRules, names: list[str]

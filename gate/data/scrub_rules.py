@@ -7,10 +7,14 @@ one dataset. Here a finding's action is decided from the finding alone (its chec
 
 - a `pii`/`secret` hit: its operator (`gate.pii.anonymize.hit_operator`: by rule `pii.URL`, secret kind, entity
   type `URL`, else `default_operator`). `keep` means it is not a finding at all: the check does not report it;
-- a duplicate (`exact_duplicate`, `near_duplicate`, `semantic_duplicate`) or a leak (`leakage`): `drop_row`
-  while `drop_duplicates` / `drop_leakage` are on (the default); the check names which copy goes;
-- an empty user or assistant message (`contract`'s `messages.empty`): `drop_row` (nothing can repair it);
-- any other finding rule named under `operators` (`contract.refusal`, `field.pattern`, `length`): that operator.
+- any finding whose rule, rule family or check is named under `operators` (`contract.refusal`, `field.pattern`,
+  `length`, a plugin's `too_many_turns`): that operator;
+- else what its check declares (`Check.drop_action`, `drop_rules`, `drop_switch`): a duplicate (`exact_duplicate`,
+  `near_duplicate`, `semantic_duplicate`) or a leak (`leakage`) is `drop_row` while `drop_duplicates` /
+  `drop_leakage` are on (the default), the check naming which copy goes; an empty user or assistant message
+  (`contract`'s `messages.empty`) is `drop_row` (nothing can repair it).
+
+The keys of `operators` are checked at load (`operator_key_problem`): a typo (`EMAIL_ADRESS`) would drop nothing.
 """
 
 from __future__ import annotations
@@ -20,10 +24,6 @@ from typing import Any
 
 from gate.contract import Contract
 
-#: Checks whose findings are copies of another row: the row they flag goes while `drop_duplicates` is on.
-DUPLICATE_CHECKS = ("exact_duplicate", "near_duplicate", "semantic_duplicate")
-#: Finding rules dropped unless the contract's operators say otherwise: rows no operator can repair.
-DEFAULT_DROP_RULES = ("messages.empty",)
 #: The contract check's rules that are checked per column over the whole dataset (great-expectations), by prefix.
 COLUMN_RULES = ("field.", "source.", "language.")
 #: Checks whose hits scrub rewrites value by value (their operators are per entity, not per row).
@@ -62,13 +62,36 @@ class ScrubRules:
         for name in (f"{check}.{rule}", rule, rule.split(".")[0], check):
             if name in ops:
                 return ops[name]
-        if check in DUPLICATE_CHECKS:
-            return "drop_row" if self.drop_duplicates else None
-        if check == "leakage":
-            return "drop_row" if self.drop_leakage else None
-        if check == "contract" and rule in DEFAULT_DROP_RULES:
-            return "drop_row"
-        return None
+        return self.default_action(check, rule)
+
+    def default_action(self, check: str, rule: str) -> str | None:
+        """What the check declares scrub does with a row it flags (`Check.drop_action`, narrowed by `drop_rules`,
+        turned off by the contract's `drop_switch` flag): the duplicate checks and `leakage` drop, the contract check
+        drops `messages.empty`, a plugin drops what it declares. None for a check this installation does not know."""
+        from gate.data.registry import CHECKS
+
+        if check not in CHECKS:
+            return None
+        action = CHECKS.literal(check, "drop_action")
+        if action is None:
+            return None
+        rules = CHECKS.literal(check, "drop_rules") or ()
+        if rules and rule not in rules:
+            return None
+        switch = CHECKS.literal(check, "drop_switch")
+        if switch is not None and not getattr(self, switch, True):
+            return None
+        return str(action)
+
+    def drops(self, check: str, rule: str) -> bool:
+        """Whether `gate scrub` drops a row for this finding: its action, or for a `pii`/`secret` finding the operator
+        of its rule (`pii.CREDIT_CARD`, `secret.jwt`), entity type or secret kind, else `default_operator`."""
+        if check not in DETECTOR_CHECKS:
+            return self.finding_action(check, rule) == "drop_row"
+        ops = dict(self.operators)
+        head, _, tail = rule.partition(".")
+        names = [rule, tail] + (["SECRET"] if head == "secret" else [])
+        return next((ops[n] for n in names if n in ops), self.default_operator) == "drop_row"
 
     def needs_column_rules(self) -> bool:
         """Whether a drop rule may come from the contract check's column rules (`field.*`, `source.allowed`,
@@ -76,3 +99,58 @@ class ScrubRules:
         its per-row rules alone (`messages.empty`)."""
         return any(op == "drop_row" and (name == "contract" or name.removeprefix("contract.").startswith(COLUMN_RULES))
                    for name, op in self.operators)
+
+
+def operator_key_problem(key: str) -> str | None:
+    """Why `key` of the contract's `scrub.operators` names nothing scrub can meet, or None: a key must be a PII entity
+    type (`EMAIL_ADDRESS`), `SECRET`, a secret kind, a rule a check declares (`pii.URL`, `messages.empty`,
+    `contract.refusal`, a rule family such as `field`) or a check's name (a plugin's too). Why: a typo
+    (`EMAIL_ADRESS: drop_row`) was accepted and dropped nothing; `gate contract lint`, `gate check` and `gate scrub`
+    all load the contract, so all three refuse it."""
+    import difflib
+
+    exact, prefixes = _operator_keys()
+    if key in exact or any(key.startswith(p) and len(key) > len(p) for p in prefixes):
+        return None
+    if key.islower() and key in _detect_secrets_kinds():
+        return None
+    hint = difflib.get_close_matches(key, sorted(exact), n=1)
+    return (f"'{key}' names no PII entity, secret kind, finding rule or check"
+            + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+
+
+def _operator_keys() -> tuple[set[str], tuple[str, ...]]:
+    """(the keys `scrub.operators` accepts, the prefixes under which any key is accepted): entity types and secret
+    kinds, and per usable check its name, its declared `rules` (each also as `<check>.<rule>` and its family), or,
+    for a check that declares none, `<check>.` as a prefix."""
+    from gate.data.registry import CHECKS
+    from gate.pii.config import FIREABLE_NER_ENTITIES, KNOWN_PATTERN_ENTITIES
+    from gate.pii.secrets import OWN_PATTERNS
+
+    entities = {*KNOWN_PATTERN_ENTITIES, *FIREABLE_NER_ENTITIES}
+    kinds = {kind for kind, _, _ in OWN_PATTERNS}
+    exact = {*entities, "SECRET", *(f"pii.{e}" for e in entities), *kinds, *(f"secret.{k}" for k in kinds)}
+    prefixes = ["secret."]  # detect-secrets' kinds are named by its plugins, installed or not
+    for name in CHECKS.usable():
+        exact.add(name)
+        rules = tuple(CHECKS.literal(name, "rules") or ())
+        if not rules:
+            prefixes.append(f"{name}.")
+        for rule in rules:
+            if rule.endswith(".*"):  # a family; pii/secret rules are named by entity and kind above
+                if name not in DETECTOR_CHECKS:
+                    prefixes.append(rule[:-1])
+                continue
+            exact.update((rule, f"{name}.{rule}", rule.split(".")[0]))
+    return exact, tuple(prefixes)
+
+
+def _detect_secrets_kinds() -> set[str]:
+    """The secret kinds detect-secrets' plugins report (`base64_high_entropy_string`), when it is installed."""
+    try:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    except ImportError:
+        return set()
+    from gate.pii.secrets import _slug
+
+    return {_slug(t) for t in get_mapping_from_secret_type_to_class()}

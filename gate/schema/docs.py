@@ -139,18 +139,16 @@ CHECKS: dict[str, str] = {
     "boilerplate": "the same long line or sentence repeated across many rows",
 }
 
-#: option defaults the checks do not expose as a table of their own
-CHECK_OPTIONS: dict[str, dict[str, Any]] = {
-    "near_duplicate": {"threshold": 0.8, "ngram": 5, "num_perm": 128, "seed": 1, "strip_punct": True,
-                       "unit": "word", "keep": "star"},
-}
-
-
 def _check_defaults() -> dict[str, dict[str, Any]]:
+    """The defaults `gate contract lint` shows beside the options a contract sets: near_duplicate's from its options
+    schema (each option's `default` annotation, as docs/contracts.md shows it), boilerplate's and contamination's
+    from the tables their code reads."""
     from gate.data.checks.boilerplate import DEFAULTS
     from gate.data.checks.contamination import OPTIONS
+    from gate.data.checks.near_duplicate import NearDuplicateCheck
 
-    return {**CHECK_OPTIONS, "boilerplate": dict(DEFAULTS), "contamination": dict(OPTIONS)}
+    near = {k: v["default"] for k, v in NearDuplicateCheck.options_schema["properties"].items()}
+    return {"near_duplicate": near, "boilerplate": dict(DEFAULTS), "contamination": dict(OPTIONS)}
 
 
 def default_skips() -> dict[str, str]:

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from gate.testing.fake_openai import FakeOpenAI
 from tests.conftest import ROOT, gate_inprocess, run_gate, write_jsonl
-from tests.serve.fake_openai import FakeOpenAI
 
 TRIAGE = ROOT / "scorecards" / "triage.yaml"
 
@@ -58,7 +58,7 @@ def test_server_that_dies_mid_run_leaves_an_incomplete_run_that_resumes(tmp_path
     served = threading.Event()
 
     def respond(body):
-        from tests.serve.fake_openai import answer
+        from gate.testing.fake_openai import answer
 
         if srv.calls >= 3 and not served.is_set():  # the server goes away after its third answer
             served.set()

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from gate.score.metrics import aggregate, cell, percentile
+from gate.testing.fake_openai import FakeOpenAI
 from tests.conftest import ROOT, run_gate
-from tests.serve.fake_openai import FakeOpenAI
 
 
 def row(item, value, cat="a", key="strict", epoch=0, scorer="task", suite="s"):

@@ -12,8 +12,8 @@ import pytest
 from gate.score.scorers.operations import Operations, ProcessMemory
 from gate.score.types import Item
 from gate.serve.types import Response
+from gate.testing.fake_openai import FakeOpenAI
 from tests.conftest import ROOT, run_gate
-from tests.serve.fake_openai import FakeOpenAI
 
 OPS = ROOT / "scorecards" / "operations.yaml"
 ITEM = Item("i", "c", ({"role": "user", "content": "x"},), {})

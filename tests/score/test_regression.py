@@ -184,7 +184,7 @@ def test_server_without_prompt_logprobs_falls_back_to_generation(tmp_path):
     """A URL server that ignores vLLM's extensions: no log-likelihoods, so the generation method is used and said."""
     from gate.score.run import ModelSpec, build_engine, run_score
     from gate.score.scorecard import load_scorecard
-    from tests.serve.fake_openai import FakeOpenAI
+    from gate.testing.fake_openai import FakeOpenAI
 
     srv = FakeOpenAI().start()
     try:

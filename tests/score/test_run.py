@@ -10,8 +10,8 @@ import pytest
 
 from gate.score.run import ModelSpec, build_engine, run_score
 from gate.score.scorecard import load_scorecard
+from gate.testing.fake_openai import FakeOpenAI
 from tests.conftest import ROOT, run_gate
-from tests.serve.fake_openai import FakeOpenAI
 
 TRIAGE = ROOT / "scorecards" / "triage.yaml"
 

@@ -1,6 +1,6 @@
 """The factual-support judge against a real OpenAI-compatible HTTP server on 127.0.0.1.
 
-The server is the suite's stdlib fake (`tests/serve/fake_openai.py`) speaking the chat-completions protocol (a tiny
+The server is the suite's stdlib fake (`gate/testing/fake_openai.py`) speaking the chat-completions protocol (a tiny
 model cannot judge well, so the test is about the protocol, the versioned prompt, the cache keyed by the judge's
 identity and the parsing of the verdicts, not about the judge's wisdom). It answers from a script and records every
 request and its headers.
@@ -15,7 +15,7 @@ import pytest
 from gate.score.scorers.support import JUDGE_PROMPT, JUDGE_PROMPT_VERSION, FactualSupport, parse_verdicts
 from gate.score.types import Item
 from gate.serve.types import Response
-from tests.serve.fake_openai import FakeOpenAI, chat_reply
+from gate.testing.fake_openai import FakeOpenAI, chat_reply
 
 PASSAGE = "Returns are accepted within 30 days of delivery. Refunds take 5 business days."
 

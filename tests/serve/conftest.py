@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.serve.fake_openai import FakeOpenAI
+from gate.testing.fake_openai import FakeOpenAI
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from gate.serve.sglang import SGLangEngine, request_model, sglang_command
 from gate.serve.types import Request
 from gate.serve.vllm import VLLMEngine, lora_rank, output_flags, vllm_command
 
-FAKE = str(Path(__file__).with_name("fake_openai.py"))
+FAKE = str(Path(__file__).resolve().parents[2] / "gate" / "testing" / "fake_openai.py")
 
 
 def test_vllm_command_matches_the_notes():

@@ -52,17 +52,24 @@ def segments(text: str, min_chars: int, unit: str = "line") -> list[tuple[int, i
 
 class BoilerplateCheck(Check):
     name = "boilerplate"
+    rules = ("boilerplate",)
     order = 120
     incremental = "full"
     version = "1"
     options_schema = check_options({  # defaults in DEFAULTS above
-        "min_rows": {"type": "integer", "minimum": 1},
-        "min_share": {"type": "number", "minimum": 0, "maximum": 1},
-        "max_row_share": {"type": "number", "minimum": 0, "maximum": 1},
-        "min_chars": {"type": "integer", "minimum": 0},
-        "min_row_chars": {"type": "integer", "minimum": 0},
-        "unit": {"enum": sorted(_SPLIT)},
-        "force": {"type": "boolean", "description": "scan structured (JSON) answers too"},
+        "min_rows": {"type": "integer", "minimum": 1, "description":
+                     "A segment repeated in at least this many rows is boilerplate."},
+        "min_share": {"type": "number", "minimum": 0, "maximum": 1, "description":
+                      "... and in at least this share of the rows."},
+        "max_row_share": {"type": "number", "minimum": 0, "maximum": 1, "description":
+                          "A row whose assistant text is more than this share boilerplate is flagged."},
+        "min_chars": {"type": "integer", "minimum": 0, "description":
+                      "Shorter segments are never boilerplate (greetings, list markers)."},
+        "min_row_chars": {"type": "integer", "minimum": 0, "description":
+                          "Shorter assistant texts are never flagged."},
+        "unit": {"enum": sorted(_SPLIT), "description": "Segments are lines, or sentences."},
+        "force": {"type": "boolean", "default": False, "description":
+                  "Scan structured (JSON) answers too (skipped by default: they repeat by design)."},
     })
 
     @classmethod

@@ -130,21 +130,31 @@ def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray]
 
 class ContaminationCheck(_ClusterCheck):
     name = "contamination"
+    rules = ("contamination",)
     order = 80
     incremental = "full"
     finding_fields = ("partner_row", "partner_id", "score")  # the matched evaluation item and similarity
     defers_to = ("leakage",)  # near copies of a test-split row that `leakage` reported
     version = "1"
     options_schema = check_options({  # defaults in OPTIONS above
-        "ngram": {"type": "integer", "minimum": 1},
-        "min_shared": {"type": "integer", "minimum": 1},
-        "short_ngram": {"type": "integer", "minimum": 1},
-        "min_containment": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "min_words": {"type": "integer", "minimum": 1},
-        "eval_splits": {"type": "array", "items": {"type": "string"}},
-        "train_splits": {"type": "array", "items": {"type": "string"}},
+        "ngram": {"type": "integer", "minimum": 1, "description":
+                  "Word n-gram length compared between a training message and an evaluation item."},
+        "min_shared": {"type": "integer", "minimum": 1, "description":
+                       "Shared n-grams a training row needs with an item to contain it."},
+        "short_ngram": {"type": "integer", "minimum": 1, "description":
+                        "N-gram length for short prompts (fewer words than `ngram`), matched by containment."},
+        "min_containment": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description":
+                            "Share of a short prompt's n-grams a training message must contain."},
+        "min_words": {"type": "integer", "minimum": 1, "description":
+                      "Items with fewer words are matched only as a whole prompt (too short for n-grams)."},
+        "eval_splits": {"type": "array", "items": {"type": "string"}, "description":
+                        "Splits of the dataset that are evaluation data (besides `evaluation_sets`)."},
+        "train_splits": {"type": "array", "items": {"type": "string"}, "description":
+                         "Splits whose rows are checked against the evaluation items."},
         # reworded items: cosine of all-MiniLM-L6-v2 embeddings >= checks.semantic_duplicate.threshold (gate.embed)
-        "semantic": {"type": "boolean"},
+        "semantic": {"type": "boolean", "description":
+                     "Also report reworded items: cosine of all-MiniLM-L6-v2 embeddings at or above "
+                     "`checks.semantic_duplicate.threshold` (needs the model wheel)."},
         "common_ngram_rows": {"type": "integer", "minimum": 1, "description": (
             "An n-gram in more training rows than this (or than `common_ngram_share` of them, whichever is more) "
             "is text many rows share (a system prompt, a tool description, an instruction), not evidence: it "

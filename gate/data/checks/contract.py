@@ -98,6 +98,14 @@ def _type_ok(kind: str, v: Any) -> bool:
 
 class ContractCheck(Check):
     name = "contract"
+    drop_action = "drop_row"  # an empty user or assistant turn: nothing can repair it
+    drop_rules = ("messages.empty",)
+    rules = ("row.schema", "field.type", "field.required", "field.null_rate", "field.allowed", "field.unique",
+             "field.pattern", "field.length", "source.allowed", "language.allowed", "messages.count",
+             "messages.system", "messages.order", "messages.final_role", "messages.empty", "tool.unknown",
+             "tool.arguments.parse", "tool.arguments.schema", "tool.missing_required", "tool.result_orphan",
+             "tool.unanswered", "tool.row_tools", "output.parse", "output.schema", "refusal", "refusal.unprompted",
+             "missing_information")
     order = 10
     incremental = "per_row"
     incremental_keeps = ("field.unique",)  # a changed row's value that an unchanged row already has

@@ -21,6 +21,9 @@ from gate.data.dedup_text import dedup_texts
 
 class ExactDuplicateCheck(Check):
     name = "exact_duplicate"
+    drop_action = "drop_row"  # a later copy goes, the first stays
+    drop_switch = "drop_duplicates"
+    rules = ("exact_duplicate",)
     order = 20
     incremental = "against_index"
     options_schema = NO_OPTIONS  # the text compared is the contract's `text:` section
@@ -76,7 +79,6 @@ class ExactDuplicateCheck(Check):
                     None, dup_id))
             self.counts["clusters"] += len(np.unique(group_start[same_as_prev]))
         self.counts.update(reasons)
-        self.counts["kept"] = self.counts["scanned"] - reasons["dropped_duplicate"]
         self._digests.clear()
         self._lines.clear()
         self._ids.clear()

@@ -22,6 +22,7 @@ from gate.pii.redact import value_snippet as snippet
 
 class GroupSplitCheck(Check):
     name = "group_split"
+    rules = ("group_split", "group_split.no_key")
     order = 90
     incremental = "full"
     options_schema = NO_OPTIONS  # the key is the contract's `group_key` / `group_fallback_key` / `group_window`

@@ -19,14 +19,18 @@ from gate.data.text import row_chars
 
 class LengthCheck(Check):
     name = "length"
+    rules = ("length.row_chars", "length.message_chars", "length.tokens")
     order = 110
     incremental = "per_row"
     version = "1"
     # read by gate/template/stats.py (the token statistics, with a tokenizer); character limits are in `limits:`
     options_schema = check_options({
-        "cover": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "multiple_of": {"type": "integer", "minimum": 1},
-        "histogram": {"type": "boolean"},
+        "cover": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.99, "description":
+                  "The recommended sequence length covers this share of rows (with a tokenizer)."},
+        "multiple_of": {"type": "integer", "minimum": 1, "default": 1, "description":
+                        "Round the recommended sequence length up to a multiple of this."},
+        "histogram": {"type": "boolean", "default": True, "description":
+                      "Show the histogram of token lengths in the report (with a tokenizer)."},
     })
 
     def __init__(self, contract: Contract) -> None:

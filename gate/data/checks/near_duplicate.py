@@ -119,6 +119,9 @@ class _ClusterCheck(Check):
 
 class NearDuplicateCheck(_ClusterCheck):
     name = "near_duplicate"
+    drop_action = "drop_row"  # every row of a cluster but the kept one goes
+    drop_switch = "drop_duplicates"
+    rules = ("near_duplicate",)
     order = 30
     incremental = "against_index"
     finding_fields = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")
@@ -127,13 +130,21 @@ class NearDuplicateCheck(_ClusterCheck):
     hops_max = 0
     # read by gate.data.neardup.neardup_config (shared with `leakage` and `contamination`'s MinHash)
     options_schema = check_options({
-        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "ngram": {"type": "integer", "minimum": 1},
-        "num_perm": {"type": "integer", "minimum": 1},
-        "seed": {"type": "integer", "minimum": 0},
-        "strip_punct": {"type": "boolean"},
-        "unit": {"enum": ["word", "char"]},
-        "keep": {"enum": ["star", "chain"]},
+        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.8, "description":
+                      "Exact Jaccard of two rows' shingle sets at or above which they are near duplicates."},
+        "ngram": {"type": "integer", "minimum": 1, "default": 5, "description":
+                  "Shingle length in units (words or characters); a shorter text is one whole-text shingle."},
+        "num_perm": {"type": "integer", "minimum": 1, "default": 128, "description":
+                     "MinHash permutations: more finds more candidate pairs (recall) at more CPU."},
+        "seed": {"type": "integer", "minimum": 0, "default": 1, "description":
+                 "MinHash seed (datasketch-compatible); the same seed gives the same signatures."},
+        "strip_punct": {"type": "boolean", "default": True, "description":
+                        "Replace punctuation by spaces before shingling."},
+        "unit": {"enum": ["word", "char"], "default": "word", "description":
+                 "Shingle unit: word n-grams, or character n-grams (for text without spaces)."},
+        "keep": {"enum": ["star", "chain"], "default": "star", "description":
+                 "Which rows of a cluster stay: star drops a row only when it is near a row that stays; chain "
+                 "drops every row linked to the kept one through verified pairs."},
     })
 
     def finish(self) -> None:
@@ -162,7 +173,6 @@ class NearDuplicateCheck(_ClusterCheck):
                 cluster_id=cluster_id, cluster_size=c.size))
         self.keep = keep
         self.counts["clusters"] = cl.result.counters.clusters
-        self.counts["kept"] = self.counts["scanned"] - self.counts["dropped_near_duplicate"]
 
     def details(self) -> dict[str, Any]:
         """The LSH plan and counters, the keep rule, and how far a dropped row lies from its kept row (hops along
@@ -171,7 +181,6 @@ class NearDuplicateCheck(_ClusterCheck):
 
     def incremental_result(self, view: IncrementalView) -> CheckResult:
         self._cluster_incremental(view, "dropped_near_duplicate")
-        self.counts["kept"] = view.total_rows - len(self.findings)
         return self.result()
 
     def result(self) -> CheckResult:
@@ -186,13 +195,18 @@ class NearDuplicateCheck(_ClusterCheck):
 
 class LeakageCheck(_ClusterCheck):
     name = "leakage"
+    drop_action = "drop_row"  # the copy in the less protected split goes
+    drop_switch = "drop_leakage"
+    rules = ("leakage.exact", "leakage.near", "leakage.semantic")
     order = 50
     incremental = "against_index"
     finding_fields = ("partner_row", "partner_id", "score")  # the row of the more protected split and the similarity
     version = "1"
     # clusters under `checks.near_duplicate`'s options; `semantic`: also reworded copies (gate.embed cosine >=
     # checks.semantic_duplicate.threshold), reported as leakage.semantic
-    options_schema = check_options({"semantic": {"type": "boolean"}})
+    options_schema = check_options({"semantic": {"type": "boolean", "default": False, "description": (
+        "Also report a training row that says a test or validation row in other words (cosine of all-MiniLM-L6-v2 "
+        "embeddings at or above `checks.semantic_duplicate.threshold`; needs the model wheel).")}})
 
     def finish(self) -> None:
         super().finish()

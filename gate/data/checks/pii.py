@@ -17,6 +17,9 @@ from gate.contract.meta import ROLES, check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.pii_scan import RowScanner
 from gate.data.scrub_rules import ScrubRules
+from gate.pii.config import PiiConfig, SecretConfig
+
+_PII, _SECRET = PiiConfig(), SecretConfig()  # the defaults the options schemas document (stdlib-only module)
 
 
 def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[int, int, str]]]:
@@ -122,18 +125,29 @@ class _DetectorCheck(Check):
 
 class PiiCheck(_DetectorCheck):
     name = "pii"
+    rules = ("pii.*",)  # pii.<ENTITY>; scrub operator keys are checked against the entity names
     order = 60
     incremental = "per_row"
     version = "1"
     # read by gate.data.pii_scan.pii_config (gate.pii.PiiConfig says what each key means)
     options_schema = check_options({
-        "entities": {"type": "array", "items": {"type": "string"}},
-        "ner_entities": {"type": "array", "items": {"type": "string"}},
-        "use_ner": {"type": "boolean"},
-        "default_threshold": {"type": "number", "minimum": 0, "maximum": 1},
-        "thresholds": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
-        "context_words": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
-        "roles": ROLES,
+        "entities": {"type": "array", "items": {"type": "string"}, "default": list(_PII.entities), "description":
+                     "Entity types found by pattern recognisers (presidio's, plus gate's street ADDRESS); any "
+                     "local presidio recogniser can be opted in here (DATE_TIME, UUID, DE_TAX_ID...)."},
+        "ner_entities": {"type": "array", "items": {"type": "string"}, "default": list(_PII.ner_entities),
+                         "description": "Entity types found by the spaCy NER model (when `use_ner` and installed)."},
+        "use_ner": {"type": "boolean", "default": _PII.use_ner, "description":
+                    "Look for names and places with the pinned spaCy model (the report warns when it is missing)."},
+        "default_threshold": {"type": "number", "minimum": 0, "maximum": 1, "default": _PII.default_threshold,
+                              "description": "Lowest presidio score a hit needs, for entities without their own "
+                                             "threshold."},
+        "thresholds": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+                       "default": dict(_PII.thresholds), "description":
+                       "Lowest score per entity type (phone numbers score 0.4 without context words)."},
+        "context_words": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                          "default": {}, "description": "Extra words per entity type that raise a nearby hit's "
+                                                        "score (presidio's context enhancer)."},
+        "roles": {**ROLES, "default": None, "description": "Roles whose messages are read (null: every role)."},
     })
 
     def _hits(self, fh: Any) -> list[Any]:
@@ -163,17 +177,23 @@ class PiiCheck(_DetectorCheck):
 
 class SecretCheck(_DetectorCheck):
     name = "secret"
+    rules = ("secret.*",)  # secret.<kind>
     order = 70
     incremental = "per_row"
     version = "1"
     # read by gate.data.pii_scan.secret_config (gate.pii.SecretConfig says what each key means)
     options_schema = check_options({
-        "detect_secrets": {"type": "boolean"},
-        "own_patterns": {"type": "boolean"},
-        "plugins": {"type": "array", "items": {"type": "string"}},
-        "base64_limit": {"type": "number", "minimum": 0, "maximum": 8},
-        "hex_limit": {"type": "number", "minimum": 0, "maximum": 8},
-        "roles": ROLES,
+        "detect_secrets": {"type": "boolean", "default": _SECRET.detect_secrets, "description":
+                           "Run detect-secrets' plugins, one by one, on every line."},
+        "own_patterns": {"type": "boolean", "default": _SECRET.own_patterns, "description":
+                         "Run gate's patterns for current key formats (sk-proj-, github_pat_, hf_, ...)."},
+        "plugins": {"type": "array", "items": {"type": "string"}, "default": list(_SECRET.plugins),
+                    "description": "The detect-secrets plugins to run, by class name."},
+        "base64_limit": {"type": "number", "minimum": 0, "maximum": 8, "default": _SECRET.base64_limit,
+                         "description": "Shannon entropy above which a quoted base64 string is a secret."},
+        "hex_limit": {"type": "number", "minimum": 0, "maximum": 8, "default": _SECRET.hex_limit,
+                      "description": "Shannon entropy above which a quoted hex string is a secret."},
+        "roles": {**ROLES, "default": None, "description": "Roles whose messages are read (null: every role)."},
     })
 
     def _hits(self, fh: Any) -> list[Any]:

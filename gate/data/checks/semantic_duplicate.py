@@ -111,6 +111,9 @@ def semantic_options(contract: Contract) -> tuple[bool, float, str, int]:
 
 class SemanticDuplicateCheck(Check):
     name = "semantic_duplicate"
+    drop_action = "drop_row"  # every paraphrase of a cluster but the kept one goes
+    drop_switch = "drop_duplicates"
+    rules = ("semantic_duplicate",)
     order = 40
     incremental = "full"
     finding_fields = ("partner_row", "partner_id", "score", "cluster_id", "cluster_size")
@@ -118,10 +121,16 @@ class SemanticDuplicateCheck(Check):
     fields = ("id", "messages")
     defers_to = ("near_duplicate",)  # rows near_duplicate reported, whose pair reaches its Jaccard threshold
     options_schema = check_options({
-        "enabled": {"type": "boolean"},
-        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "keep": {"enum": list(KEEP_RULES)},
-        "exact_max": {"type": "integer", "minimum": 2},
+        "enabled": {"type": "boolean", "default": False, "description":
+                    "Run the check (opt-in: it embeds every row with all-MiniLM-L6-v2, from the model wheel)."},
+        "threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": DEFAULT_THRESHOLD,
+                      "description": "Cosine similarity of two rows' embeddings at or above which they are "
+                                     "paraphrases."},
+        "keep": {"enum": list(KEEP_RULES), "default": "star", "description":
+                 "Which rows of a cluster stay (as `checks.near_duplicate.keep`)."},
+        "exact_max": {"type": "integer", "minimum": 2, "default": EXACT_MAX, "description":
+                      "Up to this many rows per split, all pairs are compared exactly; above, an approximate "
+                      "neighbour index proposes the pairs."},
     })
 
     @classmethod

@@ -30,19 +30,32 @@ from gate.data.base import Batch, Check, CheckResult, Finding
 
 class TemplateCheck(Check):
     name = "template"
+    rules = ("template.render_error", "template.mask", "template.stop", "template.reasoning_dropped",
+             "template.control_tokens", "template.tool_roundtrip")
     order = 100
     incremental = "per_row"
     version = "1"
     # how the trainer renders and masks; gate/template/options.py says what each key means
     options_schema = check_options({
-        "mask": {"enum": ["auto", "prefix", "generation"]},
-        "stop_policy": {"enum": ["auto", "next_role", "as_rendered"]},
-        "keep_thinking": {"type": "boolean"},
-        "chat_template_kwargs": {"type": "object"},
-        "tool_parser": {"enum": ["auto", "glm47", "glm45", "hermes", "none"]},
-        "stop_tokens": {"type": "array", "items": {"type": "string"}},
-        "roundtrip": {"type": "boolean"},
-        "control_tokens": {"type": "boolean"},
+        "mask": {"enum": ["auto", "prefix", "generation"], "default": "auto", "description":
+                 "How the loss mask is computed: as NeMo AutoModel does (prefix: render growing prefixes), from "
+                 "the template's generation markers (as ms-swift), or auto (generation markers when present)."},
+        "stop_policy": {"enum": ["auto", "next_role", "as_rendered"], "default": "auto", "description":
+                        "Which stop token a trained turn must end with: the one the next role's header implies, "
+                        "or the one rendered; auto: next_role for prefix masks, as_rendered for generation masks."},
+        "keep_thinking": {"type": "boolean", "default": False, "description":
+                          "Render with the template's keep-thinking switch (train with it too)."},
+        "chat_template_kwargs": {"type": "object", "default": {}, "description":
+                                 "Extra template variables the trainer passes to the chat template."},
+        "tool_parser": {"enum": ["auto", "glm47", "glm45", "hermes", "none"], "default": "auto", "description":
+                        "The serving engine's tool-call parser the rendered calls must read back with (auto: "
+                        "from the template; none: not checked)."},
+        "stop_tokens": {"type": "array", "items": {"type": "string"}, "default": [], "description":
+                        "Extra stop tokens, besides the tokenizer's eos and generation_config.json's eos_token_id."},
+        "roundtrip": {"type": "boolean", "default": True, "description":
+                      "Check that tool calls read back through the parser as written."},
+        "control_tokens": {"type": "boolean", "default": True, "description":
+                           "Flag control tokens (special tokens) written inside message text."},
     })
 
     @classmethod

@@ -1,6 +1,6 @@
 """A small but real OpenAI-compatible HTTP server for client tests: canned answers, 5xx on demand, delays, kill.
 
-Runs in-process (`FakeOpenAI().start()`) or as a process (`python tests/serve/fake_openai.py --port P`), the latter
+Runs in-process (`FakeOpenAI().start()`) or as a process (`python -m gate.testing.fake_openai --port P`), the latter
 standing in for a model server in launcher tests.
 """
 
@@ -16,6 +16,12 @@ from pathlib import Path
 
 
 class FakeOpenAI:
+    """An OpenAI-compatible server on a free local port: `/v1/chat/completions`, `/v1/models`, `/health`,
+    `/version`. It answers with `respond(body)` when set (e.g. `lambda body: chat_reply(body, "text")`), else
+    `answer` (echoes the last user turn; calls the first tool offered). `fail_next`, `fail_when` and `delay_s`
+    simulate a failing or slow server; `calls`, `bodies` and `headers` record what it was sent. Use as
+    `srv = FakeOpenAI().start()` ... `srv.kill()`, pointing `gate score --engine url --base-url srv.url` at it."""
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0, delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
         self.fail_next = 0  # answer this many chat requests with 503

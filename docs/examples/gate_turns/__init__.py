@@ -1,0 +1,1 @@
+"""A third-party package for gate: one check and one scorer (docs/extending.md walks through both)."""
