@@ -164,7 +164,8 @@ class NearDuplicateCheck(_ClusterCheck):
                 # the rows verified pairs join: LSH may miss every pair of a member (issue 32 item 5: 79 of 80
                 # on GPTeacher at 0.7), so the size is a lower bound and says so
                 f"near duplicate of {partner}, Jaccard {d.jaccard:.2f}; cluster {cluster_id} of at least {c.size} "
-                f"row(s) (joined by verified pairs), kept row {kept_line}" + (f", {d.hops} hop(s) from it" if keep == "chain" else ""),
+                f"row(s) (joined by verified pairs), kept row {kept_line}"
+                + (f", {d.hops} hop(s) from it" if keep == "chain" else ""),
                 None, cl.ids[d.pos],
                 partner_row=p_line, partner_id=cl.ids[d.partner], score=round(d.jaccard, 6),
                 cluster_id=cluster_id, cluster_size=c.size))
