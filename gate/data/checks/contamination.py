@@ -446,4 +446,9 @@ class ContaminationCheck(_ClusterCheck):
         else:
             res.summary = (f"{len(self.findings)} training row(s) contain {len(self._leaked_items)} evaluation "
                            f"item(s) of {self.counts['evaluation_items']}")
+            if self.counts["answer_only"]:
+                res.summary += (f"; {self.counts['answer_only']} of them through the answer turns only "
+                                f"({self.opts['answer_only']}s)")
+            if self.counts["answer_only_ignored"]:
+                res.summary += f"; {self.counts['answer_only_ignored']} answer-only match(es) ignored"
         return res
