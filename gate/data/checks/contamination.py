@@ -164,10 +164,13 @@ def _shared(tr: tuple[np.ndarray, np.ndarray, np.ndarray], ev: tuple[np.ndarray,
     every pair sharing an n-gram that occurs in at most `max_rows` training rows (`common_limit`), and the hashes
     of the common n-grams dropped. `tr` is (hashes, rows, is-answer flags) of the training n-grams."""
     th, to, answer = tr
-    rh, ro = _distinct(th, to)
+    sh, so = _distinct(th, to * 2 + answer.astype(np.int64))  # (hash, row and side), ordered by both
+    rows = so // 2  # one sort for both: a row's two sides are neighbours under each hash
+    first = np.concatenate(([True], (sh[1:] != sh[:-1]) | (rows[1:] != rows[:-1]))) if sh.size else sh.astype(bool)
+    rh, ro = sh[first], rows[first]
     common = _common(rh, ro, max_rows)
     rh, ro = _without(rh, ro, common)
-    sh, so = _without(*_distinct(th, to * 2 + answer.astype(np.int64)), common)
+    sh, so = _without(sh, so, common)
     eh, eo = _distinct(*ev)
     out: dict[tuple[int, int], tuple[int, int, int]] = {}
     for r, it, c in zip(*(a.tolist() for a in _pairs(rh, ro, eh, eo, n_items)), strict=True):
