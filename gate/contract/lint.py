@@ -67,15 +67,28 @@ def uses(contract: Contract) -> dict[str, tuple[str, list[str]]]:
 
 
 def _check_files(contract: Contract, path: Path) -> None:
-    """The files the checks will read (evaluation sets) exist: a missing one fails `gate check` with exit 1, so
-    lint fails with it, at the contract's line naming it."""
+    """The files the checks will read exist and read as what they must be: a missing evaluation set, one that is
+    not a JSONL suite (a scorecard YAML) or has a bad line, or a missing local tokenizer directory fails
+    `gate check` with exit 1, so lint fails with it, in one line at the contract's line naming the file."""
     from gate import yamlio
-    from gate.errors import ContractError
+    from gate.data.evalsets import load_eval_items
+    from gate.errors import ContractError, GateError
+
+    def fail(message: str, at: list[object]) -> GateError:
+        return yamlio.read(path, what="contract", error=ContractError).fail(message, at)
 
     for i, s in enumerate(contract.evaluation_sets):
         if not Path(s).is_file():
-            doc = yamlio.read(path, what="contract", error=ContractError)
-            raise doc.fail(f"evaluation set not found: {s}", ["evaluation_sets", i])
+            raise fail(f"evaluation set not found: {s}", ["evaluation_sets", i])
+        try:
+            load_eval_items((s,), str(path))
+        except GateError as exc:
+            raise fail(f"evaluation set {exc}", ["evaluation_sets", i]) from None
+    tok = contract.tokenizer
+    # a path the contract names as a file (absolute, ./, ../: gate.contract.model._tokenizer resolved it); an id
+    # of the local Hugging Face cache is looked up by the template check
+    if tok is not None and Path(tok.path).is_absolute() and not Path(tok.path).exists():
+        raise fail(f"tokenizer not found: {tok.path}", ["tokenizer", "path"])
 
 
 def lint(path: str | Path) -> tuple[Contract, list[str]]:

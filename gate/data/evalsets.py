@@ -46,6 +46,29 @@ def item_text(obj: dict[str, Any]) -> str:
     return "\x1e".join(parts)  # message boundaries: contamination n-grams never span them
 
 
+def not_a_suite(p: Path, raw: bytes) -> str | None:
+    """Why `p` is not a JSONL suite when it is YAML (a scorecard listed where its suites belong), else None.
+
+    Why: a scorecard in `evaluation_sets` read as JSONL gave "malformed JSON: Expecting value at column 1", which
+    says nothing of the mistake (issue 32 item 7); the suites the scorecard names are what the check wants."""
+    head = raw.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head.startswith(b"{") or (p.suffix.lower() not in (".yaml", ".yml") and not head.startswith(b"---")):
+        return None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        doc = None
+    found = "YAML"
+    if isinstance(doc, dict) and isinstance(doc.get("suites"), list):
+        paths = [str(s["path"]) for s in doc["suites"] if isinstance(s, dict) and isinstance(s.get("path"), str)]
+        found = "a scorecard" + (f" (its suites: {', '.join(paths[:3])}{' ...' if len(paths) > 3 else ''})"
+                                 if paths else "")
+    return (f"evaluation sets are JSONL suites (one JSON object per line), found {found}: list the suite "
+            "files in evaluation_sets")
+
+
 def load_eval_items(paths: tuple[str, ...], anchor: str | None = None) -> list[EvalItem]:
     """Every item of the named JSONL files; a bad line is one InputError naming file and line (gate.io.rows).
     `anchor`: the contract that names them; each file is confined to its repository (gate.io.confine) when read."""
@@ -60,6 +83,9 @@ def load_eval_items(paths: tuple[str, ...], anchor: str | None = None) -> list[E
             raw = p.read_bytes()
         except OSError as exc:
             raise InputError(f"evaluation set cannot be read ({exc.strerror})", file=str(p)) from None
+        wrong = not_a_suite(p, raw)
+        if wrong is not None:
+            raise InputError(wrong, file=str(p), line=1)
         for n, obj in iter_jsonl(raw, str(p)):
             items.append(EvalItem(p.name, str(obj.get("id", f"line-{n}")), item_text(obj), item_prompt(obj)))
     return items

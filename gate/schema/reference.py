@@ -69,6 +69,7 @@ def render() -> str:
     from gate.names import CHECK_NAMES
     from gate.schema import build
     from gate.schema.docs import CHECKS, default_skips, skip_note
+    from gate.schema.prose import PROSE
 
     schema = build("contract")
     props = schema["properties"]
@@ -91,6 +92,8 @@ def render() -> str:
         node = props["checks"]["properties"].get(name, {})
         line = CHECKS.get(name, node.get("description", ""))
         out += [f"### `{name}`", "", f"{line}.{skip_note(name, skips)}" if name in skips else line, ""]
+        if name in PROSE:
+            out += [PROSE[name], ""]
         options = node.get("properties") or {}
         if options:
             out.append(HEADER)

@@ -141,3 +141,46 @@ def test_lint_a_bad_contract_is_one_line_exit_1(tmp_path):
     assert res.stderr.strip().splitlines() == [
         f"gate: error: {p}:3: roles: unknown key 'roles' here (did you mean 'messages.roles'? it is also read as "
         "text.roles, checks.pii.roles, checks.secret.roles)"]
+
+
+def _card_and_contract(tmp_path):
+    """A contract listing a JSONL suite and, by mistake, a scorecard YAML in `evaluation_sets`."""
+    (tmp_path / "ok.jsonl").write_text('{"id": "a", "prompt": "what is the capital of france today"}\n')
+    (tmp_path / "card.yaml").write_text("name: card\nversion: '1'\nsuites:\n  - name: s\n    path: suites/s.jsonl\n")
+    p = tmp_path / "c.yaml"
+    p.write_text("name: x\nversion: 1\nevaluation_sets:\n  - ok.jsonl\n  - card.yaml\n")
+    return p
+
+
+def test_lint_fails_at_the_contract_line_on_every_file_gate_check_cannot_read(tmp_path):
+    """Issue 32 item 6: lint said OK (exit 0) for contracts `gate check` fails with exit 1: a scorecard listed as an
+    evaluation set, an evaluation set with a bad line, a local tokenizer directory that is not there. One line,
+    the contract's file:line and the file."""
+    p = _card_and_contract(tmp_path)
+    res = _gate("contract", "lint", p)
+    assert res.returncode == 1 and res.stdout == "", res.stdout
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith(f"gate: error: {p}:5: evaluation_sets[1]: ") and str(tmp_path / "card.yaml") in line
+    (tmp_path / "bad.jsonl").write_text('{"id": "a", "prompt": "x"}\n{"id": \n')
+    p.write_text("name: x\nversion: 1\nevaluation_sets: [ok.jsonl, bad.jsonl]\n")
+    res = _gate("contract", "lint", p)
+    assert res.returncode == 1 and f"{p}:3: evaluation_sets[1]" in res.stderr
+    assert f"{tmp_path / 'bad.jsonl'}:2: malformed JSON" in res.stderr
+    p.write_text("name: x\nversion: 1\ntokenizer:\n  path: ./no-such-tokenizer\n")
+    res = _gate("contract", "lint", p)
+    assert res.returncode == 1 and res.stderr.strip().splitlines() == [
+        f"gate: error: {p}:4: tokenizer.path: tokenizer not found: {tmp_path / 'no-such-tokenizer'}"]
+    p.write_text("name: x\nversion: 1\nevaluation_sets: [ok.jsonl]\n")
+    assert _gate("contract", "lint", p).returncode == 0
+
+
+def test_a_scorecard_in_evaluation_sets_says_sets_are_jsonl_suites(tmp_path):
+    """Issue 32 item 7: `gate check` said "card.yaml:1: malformed JSON: Expecting value at column 1"."""
+    p = _card_and_contract(tmp_path)
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [{"messages": [{"role": "user", "content": "hello there"},
+                                                                {"role": "assistant", "content": "hi"}]}])
+    res = _gate("check", tmp_path / "ds", "-c", p, "--checks", "contamination", "--no-db", "-o", tmp_path / "rep")
+    assert res.returncode == 1
+    (line,) = res.stderr.strip().splitlines()
+    assert line == (f"gate: error: {tmp_path / 'card.yaml'}:1: evaluation sets are JSONL suites (one JSON object per "
+                    "line), found a scorecard (its suites: suites/s.jsonl): list the suite files in evaluation_sets")

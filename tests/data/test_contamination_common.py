@@ -42,3 +42,48 @@ def test_common_ngram_rows_is_honoured(tmp_path) -> None:
     res = results(tmp_path / "ds", _contract_with(tmp_path, items, common_ngram_rows=100),
                   ["contamination"])["contamination"]
     assert len(res.findings) == 51  # with the limit above 51 rows the shared description counts again
+
+
+def _answer_row(i: int, prompt: str, answer: str) -> dict:
+    row = triage_row(i, prompt)
+    row["messages"][2]["content"] = answer
+    return row
+
+
+def _sided(tmp_path, **opts):
+    from tests.data.test_dedup_checks import results
+
+    item = {"id": "q-1", "prompt": _words(900, 30)}  # 30 words: 18 distinct 13-grams
+    words = item["prompt"].split()
+    train = [_answer_row(i, _words(2000 + i, 30), _words(3000 + i, 30)) for i in range(10)]
+    train[1] = _answer_row(1, _words(5000, 20) + " " + item["prompt"], _words(5001, 30))  # the whole item, asked
+    train[3] = _answer_row(3, _words(5002, 30), _words(5003, 20) + " " + " ".join(words[:13]))  # one 13-gram, answer
+    train[5] = _answer_row(5, " ".join(words[:21]) + " " + _words(5004, 10), _words(5005, 30))  # 9 of 18, asked
+    write_jsonl(tmp_path / "ds" / "train.jsonl", train)
+    return results(tmp_path / "ds", _contract_with(tmp_path, [item], **opts), ["contamination"])["contamination"]
+
+
+def test_a_finding_says_which_turns_matched_and_scores_the_share_of_the_item_found(tmp_path):
+    """Issue 32 item 4: one 13-gram shared through the worked answer read "(1 shared 13-gram(s))" with score 1.0, the
+    same as a verbatim copy. The finding names the turns that matched; the score is the share of the item's
+    informative 13-grams the row holds."""
+    res = _sided(tmp_path)
+    by_row = {f.row: f for f in res.findings}
+    assert set(by_row) == {2, 4, 6}
+    copy, answer, half = by_row[2], by_row[4], by_row[6]
+    assert copy.score == 1.0 and copy.rule == "contamination"
+    assert "(in the prompt: 18 shared 13-gram(s) of the item's 18" in copy.message, copy.message
+    assert answer.score == round(1 / 18, 6) and answer.rule == "contamination.answer_only"
+    assert "(in the answer only: 1 shared 13-gram(s) of the item's 18" in answer.message, answer.message
+    assert answer.severity == "error" and res.status == "fail"  # the default keeps every match an error
+    assert half.score == 0.5 and "in the prompt: 9 shared" in half.message
+    assert copy.score > half.score > answer.score
+
+
+def test_answer_only_matches_can_be_warnings_or_ignored(tmp_path):
+    warned = _sided(tmp_path, answer_only="warning")
+    assert [(f.row, f.severity) for f in warned.findings] == [(2, "error"), (4, "warning"), (6, "error")]
+    assert warned.counts["answer_only"] == 1 and warned.counts["errors"] == 2
+    ignored = _sided(tmp_path, answer_only="ignore")
+    assert [f.row for f in ignored.findings] == [2, 6] and ignored.counts["answer_only_ignored"] == 1
+    assert {d["id"] for d in ignored.details["contaminated_items"]} == {"q-1"}

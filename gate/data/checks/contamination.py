@@ -24,7 +24,12 @@ N-grams are taken inside each message, never across the seam between a prompt an
 answers would make every row look alike. A near copy of a test-split row is left to `leakage` only when
 `leakage` reported that training row in the same run (reworded copies, found with `semantic`, too when `leakage` has
 `semantic` on): its LSH proposes candidate pairs and may miss one this check sees (gate.data.base `defers_to`).
-Every finding says which evidence matched, and the report names every contaminated evaluation item.
+Every finding says which evidence matched and in which turns of the training row (the prompt: user, system and tool
+turns; the answer: assistant turns), and its score grows with the evidence (the share of the item's informative
+n-grams the row holds, of a short prompt contained, the Jaccard, the cosine), so one 13-gram of worked-answer
+boilerplate no longer reads like a verbatim copy (issue 32 item 4). A row matched only through its answer turns is
+rule `contamination.answer_only`, an error, a warning or not reported by `answer_only`. The report names every
+contaminated evaluation item.
 """
 
 from __future__ import annotations
@@ -47,7 +52,11 @@ from gate.errors import GateError
 # when none of them exists (a single file), every split that is not an evaluation split
 OPTIONS = {"ngram": 13, "min_shared": 1, "short_ngram": 8, "min_containment": 1.0, "min_words": 5,
            "eval_splits": ["test"], "train_splits": ["train", "training"], "semantic": False,
-           "common_ngram_rows": 20, "common_ngram_share": 0.001}
+           "common_ngram_rows": 20, "common_ngram_share": 0.001, "answer_only": "error"}
+ANSWER_ONLY = ("error", "warning", "ignore")
+# how a finding names the turns of the training row that matched (`ContaminationCheck._where`)
+WHERE_SAYS = {"prompt": "in the prompt: ", "answer": "in the answer only: ", "both": "in the prompt and the answer: ",
+              "row": ""}
 SEP = "\x1e"  # between messages: n-grams never span it
 
 
@@ -64,6 +73,19 @@ def _parts(texts: list[str]) -> tuple[list[str], np.ndarray]:
     return parts, np.asarray(owners, dtype=np.int64)
 
 
+def _answer_flags(texts: list[str], sides: list[str]) -> np.ndarray:
+    """Per part of `_parts(texts)`: whether it is an answer (assistant) turn. `sides` holds one letter per message
+    of each text ("a" answer, "p" prompt); a text whose parts do not line up with its letters (a message holding the
+    separator itself) counts as prompt throughout, so evidence is never moved to the answer by mistake."""
+    flags: list[bool] = []
+    for text, side in zip(texts, sides, strict=True):
+        if not text:
+            continue
+        n = text.count(SEP) + 1
+        flags += [c == "a" for c in side] if len(side) == n else [False] * n
+    return np.asarray(flags, dtype=bool)
+
+
 def _grams(parts: list[str], owners: np.ndarray, cfg: Any, ns: set[int]) -> tuple[np.ndarray, dict[int, Any]]:
     """(token count of each part, {n: shingle batch}) of the parts, tokenised once for every n."""
     from gate.dedup.shingles import ngram_batches
@@ -76,6 +98,13 @@ def _select(batch: Any, owners: np.ndarray, take: np.ndarray) -> tuple[np.ndarra
     sizes = batch.sizes
     keep = np.repeat(take, sizes)
     return batch.hashes[keep], np.repeat(owners, sizes)[keep]
+
+
+def _select_train(batch: Any, owners: np.ndarray, answer: np.ndarray,
+                  take: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_select` for training parts, with whether each n-gram lies in an answer turn."""
+    h, o = _select(batch, owners, take)
+    return h, o, np.repeat(answer, batch.sizes)[np.repeat(take, batch.sizes)]
 
 
 def _distinct(h: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -96,28 +125,29 @@ def common_limit(opts: dict[str, Any], n_train: int) -> int:
     return max(int(opts["common_ngram_rows"]), int(np.ceil(float(opts["common_ngram_share"]) * n_train)))
 
 
-def _uncommon(th: np.ndarray, to: np.ndarray, max_rows: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The distinct (hash, row) pairs (ordered by hash) of n-grams in at most `max_rows` rows, and how many
-    distinct n-grams were dropped as common."""
+def _common(th: np.ndarray, to: np.ndarray, max_rows: int) -> np.ndarray:
+    """The hashes (sorted) of the n-grams in more than `max_rows` rows, from distinct (hash, row) pairs ordered
+    by hash."""
     if th.size == 0:
-        return th, to, 0
+        return th
     starts = np.flatnonzero(np.concatenate(([True], th[1:] != th[:-1])))
     rows_per_gram = np.diff(np.append(starts, th.size))
-    keep = np.repeat(rows_per_gram <= max_rows, rows_per_gram)
-    return th[keep], to[keep], int((rows_per_gram > max_rows).sum())
+    return th[starts[rows_per_gram > max_rows]]
 
 
-def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray], n_items: int,
-            max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(training row, item, number of distinct shared n-grams, common n-grams dropped) for every pair sharing at
-    least one n-gram that occurs in at most `max_rows` training rows (`common_limit`), vectorised."""
+def _without(h: np.ndarray, o: np.ndarray, common: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if not common.size or not h.size:
+        return h, o
+    keep = ~np.isin(h, common)
+    return h[keep], o[keep]
+
+
+def _pairs(th: np.ndarray, to: np.ndarray, eh: np.ndarray, eo: np.ndarray,
+           n_items: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(owner, item, distinct shared n-grams) for every pair sharing one, from distinct (hash, owner) pairs of each
+    side ordered by hash, vectorised."""
     from gate.dedup._arrays import ranks_within
 
-    th, to = _distinct(*tr)
-    dropped = 0
-    if max_rows is not None:
-        th, to, dropped = _uncommon(th, to, max_rows)
-    eh, eo = _distinct(*ev)
     lo = np.searchsorted(eh, th, side="left")
     cnt = np.searchsorted(eh, th, side="right") - lo
     sel = cnt > 0
@@ -125,7 +155,30 @@ def _shared(tr: tuple[np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray]
     rows = np.repeat(to[sel], cnt)
     items = eo[np.repeat(lo[sel], cnt) + ranks_within(cnt)]
     keys, counts = np.unique(rows * np.int64(n_items) + items, return_counts=True)
-    return keys // n_items, keys % n_items, counts, dropped
+    return keys // n_items, keys % n_items, counts
+
+
+def _shared(tr: tuple[np.ndarray, np.ndarray, np.ndarray], ev: tuple[np.ndarray, np.ndarray], n_items: int,
+            max_rows: int) -> tuple[dict[tuple[int, int], tuple[int, int, int]], np.ndarray]:
+    """{(training row, item): (distinct shared n-grams, of them in the row's prompt turns, in its answer turns)} for
+    every pair sharing an n-gram that occurs in at most `max_rows` training rows (`common_limit`), and the hashes
+    of the common n-grams dropped. `tr` is (hashes, rows, is-answer flags) of the training n-grams."""
+    th, to, answer = tr
+    sh, so = _distinct(th, to * 2 + answer.astype(np.int64))  # (hash, row and side), ordered by both
+    rows = so // 2  # one sort for both: a row's two sides are neighbours under each hash
+    first = np.concatenate(([True], (sh[1:] != sh[:-1]) | (rows[1:] != rows[:-1]))) if sh.size else sh.astype(bool)
+    rh, ro = sh[first], rows[first]
+    common = _common(rh, ro, max_rows)
+    rh, ro = _without(rh, ro, common)
+    sh, so = _without(sh, so, common)
+    eh, eo = _distinct(*ev)
+    out: dict[tuple[int, int], tuple[int, int, int]] = {}
+    for r, it, c in zip(*(a.tolist() for a in _pairs(rh, ro, eh, eo, n_items)), strict=True):
+        out[(r, it)] = (c, 0, 0)
+    for o, it, c in zip(*(a.tolist() for a in _pairs(sh, so, eh, eo, n_items)), strict=True):
+        total, pc, ac = out[(o // 2, it)]
+        out[(o // 2, it)] = (total, pc, ac + c) if o % 2 else (total, pc + c, ac)
+    return out, common
 
 
 class ContaminationCheck(_ClusterCheck):
@@ -135,7 +188,7 @@ class ContaminationCheck(_ClusterCheck):
     incremental = "full"
     finding_fields = ("partner_row", "partner_id", "score")  # the matched evaluation item and similarity
     defers_to = ("leakage",)  # near copies of a test-split row that `leakage` reported
-    version = "1"
+    version = "2"  # findings say which turns matched; the score is the share of the item found, not a flat 1.0
     options_schema = check_options({  # defaults in OPTIONS above
         "ngram": {"type": "integer", "minimum": 1, "description":
                   "Word n-gram length compared between a training message and an evaluation item."},
@@ -161,6 +214,11 @@ class ContaminationCheck(_ClusterCheck):
             "is ignored, as decontamination practice drops frequent n-grams.")},
         "common_ngram_share": {"type": "number", "minimum": 0, "maximum": 1, "description": (
             "The share of training rows above which an n-gram is common and ignored (see `common_ngram_rows`).")},
+        "answer_only": {"enum": list(ANSWER_ONLY), "description": (
+            "What a match found only in a training row's answer (assistant) turns is: `error` (the default, as any "
+            "contamination), `warning` (reported as rule contamination.answer_only, the check does not fail on "
+            "it) or `ignore` (not reported; counted as answer_only_ignored). Answer boilerplate restating part "
+            "of an item is most such matches.")},
     })
 
     def __init__(self, contract: Contract) -> None:
@@ -174,6 +232,10 @@ class ContaminationCheck(_ClusterCheck):
         self._items = load_eval_items(contract.evaluation_sets, contract.path)
         self._leaked_items: dict[tuple[str, str], int] = defaultdict(int)
         self._prompts: list[str] = []
+        self._sides: list[str] = []  # per row, one letter per message: "p" prompt turn, "a" answer (assistant) turn
+        if self.opts["answer_only"] not in ANSWER_ONLY:
+            raise GateError(f"checks.contamination.answer_only: {self.opts['answer_only']!r} is not one of "
+                            f"{', '.join(ANSWER_ONLY)}", file=contract.path)
 
     def map(self, batch: Batch) -> Any:
         roles = set(self.contract.text_roles)
@@ -183,21 +245,27 @@ class ContaminationCheck(_ClusterCheck):
         for line, row in batch.rows:
             msgs = [m for m in row.get("messages") or [] if isinstance(m, dict)] \
                 if isinstance(row.get("messages"), list) else []
-            parts = [message_text(m, tools) for m in msgs if m.get("role") in roles]
+            said = [m for m in msgs if m.get("role") in roles]
+            parts = [message_text(m, tools) for m in said]
+            # which turns are the answer: a match only there may be treated apart (`answer_only`)
+            sides = "".join("a" if m.get("role") == "assistant" else "p" for m in said)
             # an evaluation row's prompt (its user turns) is what short-item containment looks for
             prompt = SEP.join(message_text(m, False) for m in msgs if m.get("role") == "user") if is_eval else ""
             rid = row.get("id") if isinstance(row.get("id"), str) else None
-            out.append((line, SEP.join(parts), rid, b"", prompt))
+            out.append((line, SEP.join(parts), rid, b"", prompt, sides))
         return batch.split, out, None
 
     def reduce(self, partial: Any) -> None:
         split, rows, sketch = partial
         self._prompts.extend(r[4] for r in rows)
+        self._sides.extend(r[5] for r in rows)
         super().reduce((split, [r[:4] for r in rows], sketch))
 
-    def _evidence(self, items: list[EvalItem], train_texts: list[str]) -> dict[tuple[int, int], dict[str, Any]]:
+    def _evidence(self, items: list[EvalItem], train_texts: list[str],
+                  train_sides: list[str]) -> dict[tuple[int, int], dict[str, Any]]:
         """Per (training row, item): the n-gram evidence that they overlap (shared long n-grams, short-prompt
-        containment), for every pair with any shared n-gram."""
+        containment), for every pair with any shared n-gram, each also counted in the row's prompt turns alone and
+        in its answer turns alone, with the item's own number of informative long n-grams (the score's base)."""
         from gate.dedup import ShingleConfig
 
         opts = self.opts
@@ -206,6 +274,7 @@ class ContaminationCheck(_ClusterCheck):
         ev_parts, ev_owner = _parts([it.text for it in items])
         pr_parts, pr_owner = _parts([it.prompt for it in items])
         tr_parts, tr_owner = _parts(train_texts)
+        tr_answer = _answer_flags(train_texts, train_sides)
         pr_tokens, _ = _grams(pr_parts, pr_owner, cfg, set())
         # n for each short prompt part: `short_ngram` for the longer ones, the whole part below that
         short_n = np.where(pr_tokens >= n_short, n_short, pr_tokens)
@@ -217,14 +286,18 @@ class ContaminationCheck(_ClusterCheck):
         n_items = len(items)
         limit = self._common_limit = common_limit(opts, len(train_texts))
         # long n-grams of every part of the item (prompt and answer); n-grams common in training are no evidence
-        rows, its, counts, dropped = _shared(_select(tr_grams[n_long], tr_owner, tr_tokens >= n_long),
-                                             _select(ev_grams[n_long], ev_owner, ev_tokens >= n_long), n_items, limit)
-        self.counts["common_ngrams_ignored"] += dropped
-        for r, it, c in zip(rows.tolist(), its.tolist(), counts.tolist(), strict=True):
-            out.setdefault((r, it), {})["shared"] = c
+        ev = _select(ev_grams[n_long], ev_owner, ev_tokens >= n_long)
+        shared, common = _shared(_select_train(tr_grams[n_long], tr_owner, tr_answer, tr_tokens >= n_long), ev,
+                                 n_items, limit)
+        self.counts["common_ngrams_ignored"] += int(common.size)
+        eh, eo = _without(*_distinct(*ev), common)
+        item_grams = np.bincount(eo, minlength=n_items)  # informative long n-grams of each item: the score's base
+        for (r, it), (c, pc, ac) in shared.items():
+            out[(r, it)] = {"shared": c, "item_grams": int(item_grams[it]), "prompt": {"shared": pc},
+                            "answer": {"shared": ac}}
         # short prompts: containment of the prompt's n-grams (or of the whole prompt) in the row
         short_total = np.zeros(n_items, dtype=np.int64)
-        shared_short: dict[tuple[int, int], int] = {}
+        shared_short: dict[tuple[int, int], list[int]] = {}
         for n in sorted(ns - {n_long}):
             take = short_ok & (short_n == n)
             if not take.any():
@@ -233,13 +306,17 @@ class ContaminationCheck(_ClusterCheck):
                                  pr_owner[take], cfg, {n})
             ev = _distinct(pr_grams[n].hashes, np.repeat(pr_owner[take], pr_grams[n].sizes))
             short_total += np.bincount(ev[1], minlength=n_items)
-            rows, its, counts, dropped = _shared(_select(tr_grams[n], tr_owner, tr_tokens >= n), ev, n_items, limit)
-            self.counts["common_ngrams_ignored"] += dropped
-            for r, it, c in zip(rows.tolist(), its.tolist(), counts.tolist(), strict=True):
-                shared_short[(r, it)] = shared_short.get((r, it), 0) + c
-        for (r, it), c in shared_short.items():
-            e = out.setdefault((r, it), {})
+            shared, common = _shared(_select_train(tr_grams[n], tr_owner, tr_answer, tr_tokens >= n), ev, n_items,
+                                     limit)
+            self.counts["common_ngrams_ignored"] += int(common.size)
+            for key, counts in shared.items():
+                acc = shared_short.setdefault(key, [0, 0, 0])
+                for k in range(3):
+                    acc[k] += counts[k]
+        for (r, it), (c, pc, ac) in shared_short.items():
+            e = out.setdefault((r, it), {"prompt": {}, "answer": {}})
             e["short_shared"], e["short_total"] = c, int(short_total[it])
+            e["prompt"]["short_shared"], e["answer"]["short_shared"] = pc, ac
             e["prompt_words"] = self._prompt_words(items[it].prompt, cfg)
         return out
 
@@ -266,7 +343,7 @@ class ContaminationCheck(_ClusterCheck):
         self.counts["evaluation_items"] = len(items)
         if not items or not train_pos:
             return
-        evidence = self._evidence(items, [self._texts[p] for p in train_pos])
+        evidence = self._evidence(items, [self._texts[p] for p in train_pos], [self._sides[p] for p in train_pos])
         # near copies of items as whole texts (MinHash, verified by exact Jaccard); a test row's near copies are
         # left to `leakage` below, each only when it reported the training row
         leakage_runs = "leakage" in self.handed
@@ -284,7 +361,7 @@ class ContaminationCheck(_ClusterCheck):
                                                memo=embedding_memo(self.context)):
                 evidence.setdefault((k, it), {})["cosine"] = cos
         threshold = self._config.threshold
-        per_row: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
+        per_row: dict[int, list[tuple[int, str, float, str]]] = defaultdict(list)
         for (k, it), e in sorted(evidence.items()):
             said, score = self._verdict(e)
             if not said:
@@ -299,19 +376,25 @@ class ContaminationCheck(_ClusterCheck):
                     continue  # a near copy of a test row, and `leakage` runs: it reports it
                 if "cosine" in e and self.contract.options("leakage").get("semantic"):
                     continue  # a reworded copy of a test row: `leakage` with `semantic` reports it
-            per_row[k].append((it, "; ".join(said), score))
+            where = self._where(e)
+            if where == "answer" and self.opts["answer_only"] == "ignore":
+                self.counts["answer_only_ignored"] += 1
+                continue
+            per_row[k].append((it, WHERE_SAYS[where] + "; ".join(said), score, where))
         self._report(per_row, items, train_pos, split_item_pos)
 
     def _verdict(self, e: dict[str, Any]) -> tuple[list[str], float]:
         """What one (training row, item) pair's evidence says, against the options: the reasons, in report
-        order, and the pair's similarity (the best of them; 1.0 for shared long n-grams). No reasons: clean."""
+        order, and the pair's score, the best of its evidence: the share of the item's informative long n-grams
+        the row holds (one shared 13-gram of 54 is 0.02, a verbatim copy 1.0), the share of a short prompt it
+        contains, the Jaccard, the cosine. No reasons: clean."""
         said: list[str] = []
         score = 0.0
         if e.get("shared", 0) >= int(self.opts["min_shared"]):
-            said.append(f"{e['shared']} shared {self.opts['ngram']}-gram(s), each in at most "
-                        f"{getattr(self, '_common_limit', 0)} training rows")
-            score = max(score, 1.0)
-        if e.get("short_total") and e["short_shared"] / e["short_total"] >= float(self.opts["min_containment"]):
+            said.append(f"{e['shared']} shared {self.opts['ngram']}-gram(s) of the item's {e['item_grams']}, each "
+                        f"in at most {getattr(self, '_common_limit', 0)} training rows")
+            score = max(score, min(1.0, e["shared"] / max(e["item_grams"], 1)))
+        if e.get("short_total") and e.get("short_shared", 0) / e["short_total"] >= float(self.opts["min_containment"]):
             cont = e["short_shared"] / e["short_total"]
             said.append(f"contains its {e['prompt_words']}-word prompt" if cont >= 1 else
                         f"contains {cont:.0%} of its {e['prompt_words']}-word prompt")
@@ -324,22 +407,40 @@ class ContaminationCheck(_ClusterCheck):
             score = max(score, e["cosine"])
         return said, score
 
-    def _report(self, per_row: dict[int, list[tuple[int, str, float]]], items: list[EvalItem], train_pos: list[int],
-                split_item_pos: dict[int, int]) -> None:
-        """One finding per contaminated training row (`per_row`: its matched items, why, similarity), naming up
-        to three items, and the per-item tally `details` shows."""
+    def _where(self, e: dict[str, Any]) -> str:
+        """Which turns of the training row match the item: "prompt" (its user/system/tool turns alone hold enough
+        evidence), "answer" (only its assistant turns do: answer boilerplate that restates part of an item, half
+        of the false alarms on GSM8K, or a memorised answer), "both", or "row" (whole-row evidence, MinHash or
+        cosine, or n-grams that are enough only together)."""
+        base = {k: e[k] for k in ("item_grams", "short_total", "prompt_words") if k in e}
+        prompt = bool(self._verdict({**base, **e.get("prompt", {})})[0])
+        answer = bool(self._verdict({**base, **e.get("answer", {})})[0])
+        if prompt:
+            return "both" if answer else "prompt"
+        return "answer" if answer and "jaccard" not in e and "cosine" not in e else "row"
+
+    def _report(self, per_row: dict[int, list[tuple[int, str, float, str]]], items: list[EvalItem],
+                train_pos: list[int], split_item_pos: dict[int, int]) -> None:
+        """One finding per contaminated training row (`per_row`: its matched items, why, score, which turns),
+        naming up to three items, and the per-item tally `details` shows. A row matched through its answer turns
+        only is rule `contamination.answer_only`, with the severity `answer_only` gives it."""
         for k, matched in sorted(per_row.items()):
             pos = train_pos[k]
             s, line = self._keys[pos]
-            for it, _, _ in matched:
+            for it, _, _, _ in matched:
                 self._leaked_items[(items[it].source, items[it].item_id)] += 1
-            names = ", ".join(f"{items[it].source}#{items[it].item_id} ({why})" for it, why, _ in matched[:3])
+            names = ", ".join(f"{items[it].source}#{items[it].item_id} ({why})" for it, why, _, _ in matched[:3])
             # the evidence fields, as near_duplicate fills them: the best-matched item ("source#id"; its line when
-            # it is a row of an evaluation split) and that match's similarity
-            best, _, best_score = max(matched, key=lambda m: m[2])
+            # it is a row of an evaluation split) and that match's score
+            best, _, best_score, _ = max(matched, key=lambda m: m[2])
             best_line = self._keys[split_item_pos[best]][1] if best in split_item_pos else None
+            answer_only = all(m[3] == "answer" for m in matched)
+            if answer_only:
+                self.counts["answer_only"] += 1
             self.findings.append(Finding(
-                "contamination", self._splits[s], line, "messages", "contamination", "error",
+                "contamination", self._splits[s], line, "messages",
+                "contamination.answer_only" if answer_only else "contamination",
+                str(self.opts["answer_only"]) if answer_only else "error",
                 f"contains evaluation item(s) {names}"
                 + (f" and {len(matched) - 3} more" if len(matched) > 3 else ""), None, self._ids[pos],
                 partner_row=best_line, partner_id=f"{items[best].source}#{items[best].item_id}",
@@ -358,4 +459,9 @@ class ContaminationCheck(_ClusterCheck):
         else:
             res.summary = (f"{len(self.findings)} training row(s) contain {len(self._leaked_items)} evaluation "
                            f"item(s) of {self.counts['evaluation_items']}")
+            if self.counts["answer_only"]:
+                res.summary += (f"; {self.counts['answer_only']} of them through the answer turns only "
+                                f"({self.opts['answer_only']}s)")
+            if self.counts["answer_only_ignored"]:
+                res.summary += f"; {self.counts['answer_only_ignored']} answer-only match(es) ignored"
         return res
