@@ -226,3 +226,28 @@ def test_may_the_month_is_a_name():
     assert supported == 0 and "may" in why
     assert check(passage, "Construction of the new one started in May 1999.")[0] == 1
     assert check("May 1999 was wet. Visitors may park here.", "Visitors may park here.")[0] == 1
+
+
+@pytest.mark.parametrize("passage,claim", [
+    ("The river forms the northern border of the county.", "The river forms the southern border of the county."),
+    ("The western wall of the fort was rebuilt in 1820.", "The eastern wall of the fort was rebuilt in 1820."),
+    ("It served as a major port for the whole region.", "It served as a minor port for the whole region."),
+    ("Floods often hit the valley in spring.", "Floods rarely hit the valley in spring."),
+    ("The war began in 1914 after the assassination.", "The war ended in 1914 after the assassination."),
+    ("The bird is common in the northern forests.", "The bird is rare in the northern forests."),
+])
+def test_wordnet_antonyms_are_contradictions(passage, claim):
+    """Issue 31 item 8: opposites from Princeton WordNet 3.0 (shipped extract), direct and indirect, inflected."""
+    s = FactualSupport().score(item((passage,)), Response(text=claim))
+    assert s.value["supported"] == 0 and s.value["contradiction"] == 1 and "opposite meaning" in s.explanation
+    assert check(passage, passage)[0] == 1
+
+
+def test_wordnet_extract_ships_with_its_licence():
+    from gate.score.scorers.support import _LEXICON, wordnet_opposites
+
+    head = _LEXICON.read_text(encoding="utf-8")[:3000]
+    assert "WordNet 3.0 Copyright 2006 by Princeton University" in head
+    ant, irregular = wordnet_opposites()
+    assert "southern" in ant["northern"] and irregular["began"] == "begin"
+    assert "on" not in ant.get("off", ()) and "off" not in ant  # stop words never oppose

@@ -31,10 +31,12 @@ supported claims, `contradiction` = a negation, antonym or role swap was seen (t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 from gate.errors import InputError
@@ -251,6 +253,45 @@ def _plain_swap(cw: list[str], pw: list[str], shared: list[str]) -> str | None:
     return f"'{a}' and '{b}' swap roles around '{c_order[i + 1]}'"
 
 
+_LEXICON = Path(__file__).with_name("wordnet_antonyms.txt")
+
+
+@functools.cache
+def wordnet_opposites() -> tuple[dict[str, frozenset[str]], dict[str, str]]:
+    """(word -> its WordNet 3.0 antonyms, direct and indirect; irregular form -> lemma), read once on first use
+    from the shipped extract (tools/make_antonyms.py). Stop words and words under three letters are left out:
+    "on"/"off" or "in"/"out" read from a suffix-stripped "offer" or "into" would oppose almost every passage."""
+    ant: dict[str, set[str]] = {}
+    irregular: dict[str, str] = {}
+    for line in _LEXICON.read_text(encoding="utf-8").splitlines():
+        if not line or line[0] == "#":
+            continue
+        kind, a, b = line.split("\t")
+        if kind == "=":
+            irregular[a] = b
+        elif min(len(a), len(b)) >= 3 and a not in STOP and b not in STOP:
+            ant.setdefault(a, set()).add(b)
+            ant.setdefault(b, set()).add(a)
+    return {w: frozenset(v) for w, v in ant.items()}, irregular
+
+
+def _lemmas(word: str) -> set[str]:
+    """The word and the base forms it may inflect ("began" -> "begin", "ended" -> "end", "larger" -> "large",
+    "stopped" -> "stop"): candidates only; they matter where one is in the antonym table."""
+    _, irregular = wordnet_opposites()
+    out = {word, _stem(word)}
+    if word in irregular:
+        out.add(irregular[word])
+    for suf, reps in (("ies", ("y",)), ("ied", ("y",)), ("es", ("", "e")), ("s", ("",)), ("ed", ("", "e")),
+                      ("ing", ("", "e")), ("er", ("", "e")), ("est", ("", "e"))):
+        if word.endswith(suf) and len(word) - len(suf) >= 3:
+            base = word[: -len(suf)]
+            out.update(base + r for r in reps)
+            if len(base) > 3 and base[-1] == base[-2]:  # stopped -> stop, bigger -> big
+                out.add(base[:-1])
+    return out
+
+
 def _forms(text: str) -> set[str]:
     toks = tokens(text)
     return set(toks) | {_stem(t) for t in toks}
@@ -354,7 +395,10 @@ class FactualSupport:
     @staticmethod
     def _opposite(claim: str, passage: str) -> str | None:
         """'word' -> 'opposite' when the claim clause uses the opposite of what the passage clause says."""
+        wn, _ = wordnet_opposites()
         cf, pf = _forms(claim), _forms(passage)
+        pl = {lemma for t in tokens(passage) if t.isalpha() for lemma in _lemmas(t)}
+        cl = {lemma for t in tokens(claim) if t.isalpha() for lemma in _lemmas(t)}
         for w in tokens(claim):
             if w in pf or not w.isalpha() or len(w) < 2:
                 continue
@@ -362,6 +406,10 @@ class FactualSupport:
             opp |= {p + w for p in _NEG_PREFIXES}
             opp |= {w[len(p):] for p in _NEG_PREFIXES if w.startswith(p) and len(w) - len(p) >= 3}
             hit = sorted((opp & pf) - cf)
+            if not hit and w not in STOP and not _lemmas(w) & pl:
+                # WordNet's opposites of the word's base forms, against the passage clause's base forms
+                wopp = {o for lemma in _lemmas(w) for o in wn.get(lemma, ())}
+                hit = sorted(t for t in tokens(passage) if t.isalpha() and _lemmas(t) & wopp - cl)
             if hit:
                 return f"'{w}' where the passage says '{hit[0]}'"
         return None
