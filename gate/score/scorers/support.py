@@ -106,9 +106,10 @@ _BOUNDS = ((re.compile(r"\b(?:no|not|never)\s+(?:later|more|longer|greater|after
            (re.compile(r"\bnot\s+exceeding\b", re.I), "within"), (re.compile(r"\bnot\s+only\b", re.I), "also"),
            # a reporting frame says where the claim comes from, not what it claims
            (re.compile(r"\b(?:according\s+to|as\s+stated\s+in|as\s+per)\s+(?:the\s+)?(?:text|passage|source|"
-                       r"document|article|context)s?\s*,?\s*", re.I), ""),
-           (re.compile(r"\b(?:the\s+)?(?:text|passage|source|document|article|context)\s+(?:says|states|notes|"
-                       r"mentions|explains|shows)\s*(?:that\s+)?,?\s*", re.I), ""))
+                       r"document|article|context|abstract|paper|study|report|authors)s?\s*,?\s*", re.I), ""),
+           (re.compile(r"\b(?:the\s+)?(?:text|passage|source|document|article|context|abstract|paper|study|report|"
+                       r"authors?)\s+(?:says|states|notes|mentions|explains|shows|reports?|states?|finds?|notes?|"
+                       r"shows?)\s*(?:that\s+)?,?\s*", re.I), ""))
 _WORD = re.compile(r"\$?\d[\d,]*(?:\.\d+)?|\$?\.\d+|[a-z]+(?:'[a-z]+)*")
 _NUM = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
 #: a sentence may open with a symbol-led name ("#P is ...", "$5 ...", "[1] ...") as well as a capital or a figure
@@ -120,7 +121,7 @@ _PASSIVE = re.compile(r"\b(?:is|are|was|were|be|been|being|gets|got|get)\s+(?:\w
 #: Names: a capitalised word, with its apostrophe parts ("O'Connell", "d'Aulps", "Sant'Eufemia"; not a possessive
 #: "'s"), or an acronym of two or more capitals ("BBC", "NP", "BPP") or one capital other than "I"/"A" ("P", "Plan B").
 _ENTITY = re.compile(r"(?<![\w'])(?:[A-Za-z][a-z]?')?[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:'[A-Z][a-z]+)*(?=(?:'s)?(?![\w']))"
-                     r"|(?<![\w'#])[A-Z][A-Z0-9]*[A-Z](?![\w'])|(?<![\w'#.])[B-HJ-Z](?![\w'.])")
+                     r"|(?<![\w'#])[A-Z]{2,}(?![\w'])|(?<![\w'#.])[B-HJ-Z](?![\w'.])")
 
 
 def _stem(w: str) -> str:
@@ -204,7 +205,7 @@ def entities(text: str) -> list[str]:
         if w in STOP and (at_start or w not in _MONTHLIKE):
             continue
         # a sentence-opening adverb ("Additionally,", "Typically,") or connective ("Moreover") is no name
-        if at_start and (w in _CONNECTIVES or (w.endswith("ly") and text[m.end():m.end() + 1] == ",")):
+        if at_start and (w in _CONNECTIVES or (w.endswith("ly") and text[m.end():].lstrip()[:1] in (",", ""))):
             continue
         out.append(w)
     return out
@@ -221,10 +222,17 @@ _CONNECTIVES = frozenset("""additionally moreover furthermore nevertheless nonet
 hence besides likewise similarly otherwise indeed still then thereafter subsequently alternatively conversely
 regardless importantly specifically typically generally usually historically traditionally originally initially
 eventually ultimately currently recently previously formerly today presently here there""".split())
+def _is_connective(clause: str) -> bool:
+    w = clause.strip().lower()
+    return w in _CONNECTIVES or (w.isalpha() and w.endswith("ly") and len(w) > 4)
+
+
 #: Stop words that are names when capitalised inside a sentence.
 _MONTHLIKE = frozenset({"may"})
 
 
+#: How much more of the claim two adjacent sentences must cover than one before the pair is the window.
+_PAIR_MARGIN = 0.15
 #: Share of a claim clause's words the aligned passage window must hold (the sentence as a whole needs
 #: `min_coverage`; a clause of two or more words below this share is an added, unsupported part).
 _CLAUSE_COVERAGE = 0.5
@@ -368,20 +376,22 @@ class FactualSupport:
     def _align(self, words: set[str], nums: set[str], ents: list[str],
                passage_sents: list[str]) -> tuple[float, list[str]]:
         """The passage window a claim restates: one sentence, or two adjacent ones (an answer often joins two).
-        Preferred: reaching `min_coverage`, then holding every figure of the claim, then a single sentence, then
-        coverage, then shared names, then the earlier window."""
+        Preferred: reaching `min_coverage`, then holding every figure of the claim, then coverage (a pair of
+        sentences needs `_PAIR_MARGIN` more than one), then a single sentence, then shared names, then the earlier
+        window."""
         windows = [[s] for s in passage_sents] + [[a, b] for a, b in zip(passage_sents, passage_sents[1:],
                                                                              strict=False)]
         if not windows:
             return 0.0, []
 
-        def key(w: list[str]) -> tuple[bool, bool, bool, float, int]:
+        def key(w: list[str]) -> tuple[bool, bool, float, bool, float, int]:
             text = " ".join(w)
             c = len(words & content_words(text)) / len(words)
-            return (c >= self.min_coverage, nums <= numbers(text), len(w) == 1, c,
-                    len(set(ents) & set(entities(text))))
+            # a pair must cover clearly more (an answer that joins two sentences), not one stray shared word
+            return (c >= self.min_coverage, nums <= numbers(text), c - (0 if len(w) == 1 else _PAIR_MARGIN),
+                    len(w) == 1, c, len(set(ents) & set(entities(text))))
         best = max(windows, key=key)
-        return key(best)[3], best
+        return key(best)[4], best
 
     @staticmethod
     def _align_clause(clause: str, passage_clauses: list[str]) -> str:
@@ -480,6 +490,8 @@ class FactualSupport:
             if len(plain) >= 2 and len(plain & window_words) < _CLAUSE_COVERAGE * len(plain):
                 missing = ", ".join(sorted(plain - window_words)[:5])
                 return False, False, f"a clause is not in the passage; missing: {missing}"
+            if len(cl_words) == 1 and _is_connective(cl):
+                continue  # "Importantly" / "However" alone: says how the claim connects, states no fact
             pc = self._align_clause(cl, p_clauses)
             # figures of passage clauses the claim clause holds whole (adding words the aligned clause lacks) come
             # with it: "In November 2006," moved to the end of the claim is the same fact, not another part's figure
