@@ -237,7 +237,11 @@ def main() -> None:
               "Caveat: the antonym generator's lexicon was written apart from the scorer's but overlaps it; the "
               "passages, their numbers and their names are the held-out part.", "", "## Misses", ""]
     lines += [f"- {m['kind']}: {m['claim'][:140]!r} -> {m['why'][:120]}" for m in res["misses"][:40]]
-    (out / "support_perturbations.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    md = out / "support_perturbations.md"
+    marker = "\n## Held out: "  # bench/support_heldout.py's section, kept
+    kept = md.read_text(encoding="utf-8").partition(marker) if md.exists() else ("", "", "")
+    tail = (marker + kept[2]) if kept[1] else ""
+    md.write_text("\n".join(lines) + "\n" + tail, encoding="utf-8")
     print("\n".join(lines[:14]))
 
 

@@ -275,16 +275,55 @@ class TestToolExecutionHeldOut:
         s = ToolExecution(tools, impl).score(item(gold), resp(calls=[ToolCall("weather_get", '{"unit": "c"}')]))
         assert s.value["function"] == 1.0 and s.value["correct"] == 1.0 and s.value["executed"] == 1.0, s
 
-    def test_nested_string_normalisation_is_an_option(self):
-        tools = [_fn("route", {"stops": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}},
-                     ["stops"])]
-        gold = {"tool_calls": [{"name": "route", "arguments": {"stops": [["New York"]]}}]}
-        answer = resp(calls=[ToolCall("route", '{"stops": [["NEW-YORK"]]}')])
-        assert ToolExecution(tools).score(item(gold), answer).value["correct"] == 1.0
-        s = ToolExecution(tools, normalize_nested=False).score(item(gold), answer)
+    @pytest.mark.parametrize("gold_value,answer,normalised", [
+        # one level down, as BFCL's list_checker / dict_checker / list_dict_checker: normalised
+        (["New York"], ["NEW-YORK"], True),
+        ({"city": "New York"}, {"city": "NEW-YORK"}, True),
+        ([{"city": "New York"}], [{"city": "NEW-YORK"}], True),
+        # deeper, BFCL compares exactly (issue 31 item 13): so does gate
+        ([["New York"]], [["NEW-YORK"]], False),
+        ({"a": {"city": "New York"}}, {"a": {"city": "NEW-YORK"}}, False),
+        ({"a": ["New York"]}, {"a": ["NEW-YORK"]}, False),
+    ])
+    def test_nested_string_normalisation_is_bfcl_one_level(self, gold_value, answer, normalised):
+        tools = [_fn("route", {"stops": {}}, ["stops"])]
+        gold = {"tool_calls": [{"name": "route", "arguments": {"stops": gold_value}}]}
+        call = resp(calls=[ToolCall("route", json.dumps({"stops": answer}))])
+        assert ToolExecution(tools).score(item(gold), call).value["correct"] == float(normalised)
+        s = ToolExecution(tools, normalize_nested=False).score(item(gold), call)
         assert s.value["correct"] == 0.0 and s.error == "bad_value"
-        exact = resp(calls=[ToolCall("route", '{"stops": [["New York"]]}')])
+        exact = resp(calls=[ToolCall("route", json.dumps({"stops": gold_value}))])
         assert ToolExecution(tools, normalize_nested=False).score(item(gold), exact).value["correct"] == 1.0
+
+    @pytest.mark.parametrize("items,gold_value,answer,error", [
+        ({"type": "number"}, [1.0, 3.0], [1, 3], "wrong_type"),      # BFCL: nested type check refuses int
+        ({"type": "number"}, [1.0, 3.0], [1.0, 3.0], None),
+        ({"type": "number"}, [1, 3], [1, 3], None),                  # the gold writes ints: BFCL accepts them
+        ({}, [1.5, 3.0], [1, 3], "wrong_type"),                       # undeclared: the gold's float decides
+        ({"type": "integer"}, [1, 3], [1, 3], None),
+    ])
+    def test_integers_in_a_float_array_are_refused_as_bfcl(self, items, gold_value, answer, error):
+        tools = [_fn("f", {"v": {"type": "array", "items": items}}, ["v"])]
+        gold = {"tool_calls": [{"name": "f", "arguments": {"v": gold_value}}]}
+        s = ToolExecution(tools).score(item(gold), resp(calls=[ToolCall("f", json.dumps({"v": answer}))]))
+        assert s.error == error, s.explanation
+        # the top-level allowance (an int for a float argument) is unchanged
+        tools = [_fn("g", {"x": {"type": "number"}}, ["x"])]
+        gold = {"tool_calls": [{"name": "g", "arguments": {"x": 2.0}}]}
+        assert ToolExecution(tools).score(item(gold), resp(calls=[ToolCall("g", '{"x": 2}')])).error is None
+
+    def test_argument_the_tool_does_not_declare_fails_even_when_the_gold_lists_it(self):
+        # no additionalProperties: JSON Schema admits "y", BFCL refuses a parameter outside `properties`
+        tools = [{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"x": {"type": "integer"}}}}}]
+        gold = {"tool_calls": [{"name": "f", "arguments": {"x": 1, "y": 2}}]}
+        s = ToolExecution(tools).score(item(gold), resp(calls=[ToolCall("f", '{"x": 1, "y": 2}')]))
+        assert s.error == "extra_argument" and "'y' is not declared" in s.explanation
+        # a tool that admits other arguments on purpose keeps them
+        open_tool = [{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": True}}}]
+        assert ToolExecution(open_tool).score(item(gold), resp(calls=[ToolCall("f", '{"x": 1, "y": 2}')])).error \
+            is None
 
     def test_enum_values_are_not_normalised(self):
         tools = [_fn("t", {"reason": {"enum": ["not_received"]}}, ["reason"])]

@@ -91,3 +91,24 @@ def test_gate_score_strict_exits_1_with_one_line(tmp_path):
     (line,) = res.stderr.strip().splitlines()
     assert "suite.jsonl:2: expected.tool_calls[0].acceptable.unit[1]: item t-2" in line
     assert not (tmp_path / "out").exists() and not (tmp_path / "g.duckdb").exists()
+
+
+def test_gold_value_outside_the_declared_format_is_flagged():
+    """Issue 31 item 11: scoring asserts `format`, so the load-time check must too."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "required": ["d"], "properties": {"d": {"type": "string", "format": "date"}}}}}]
+    expected = {"tool_calls": [{"name": "f", "arguments": {"d": "2020-12-25"},
+                                "acceptable": {"d": ["2020-12-25", "Dec 25, 2020"]}}]}
+    problems = gold_problems(tools, expected)
+    assert [f for f, _ in problems] == ["expected.tool_calls[0].acceptable.d[1]"], problems
+    assert "is not a 'date'" in problems[0][1]
+
+
+def test_gold_argument_the_tool_does_not_declare_is_flagged():
+    """Issue 31 item 12: no additionalProperties, so JSON Schema admits 'y'; BFCL and the scorer refuse it."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"type": "integer"}}}}}]
+    problems = gold_problems(tools, {"tool_calls": [{"name": "f", "arguments": {"x": 1, "y": 2}}]})
+    assert [f for f, _ in problems] == ["expected.tool_calls[0].arguments.y"], problems
+    assert "not declared by f" in problems[0][1]
+    assert gold_problems(tools, {"tool_calls": [{"name": "f", "arguments": {"x": 1}}]}) == []

@@ -9,15 +9,21 @@ Deterministic, per claim (the answer is split into sentences; a JSON answer's st
 1. *Alignment*: the passage sentence (or two adjacent sentences, if no single one is enough) that covers most of the
    claim's content words (lower-cased, stop words dropped, light suffix strip, number words read as digits) must
    cover at least `min_coverage` of them. Then each clause of the claim (split at , ; : and subordinating
-   conjunctions) is aligned with the clause of that sentence sharing most of its words (numbers break ties only).
+   conjunctions) is aligned with the clause of that sentence sharing most of its words (numbers, then fewer words the
+   claim clause lacks, break ties). Each clause of two or more words must itself be half covered by the window and
+   its neighbouring sentences: one invented clause of common words does not hide under the sentence's coverage.
 2. *Numbers* must appear in the aligned passage sentence and in the aligned clause: "5 days" taken from another
    sentence, or two figures of one sentence swapped, is a changed fact even though both figures occur in the passage.
+   A passage clause the claim clause holds whole ("In November 2006," moved to the end) lends its figures.
 3. *Negation and antonyms* per aligned clause: a negation on one side only, or a word whose opposite is what the
    passage clause says ("rejected" for "accepted", "used" for "unused", "a different" for "the original"), is a
    contradiction. Bounded phrases are read as bounds first, so "never later than 30 days" is "within 30 days".
 4. *Entities by role*: a name the passage does not contain is unsupported; a name where the aligned sentence names
    someone else is a swap; two entities on opposite sides of a shared word (a verb) in reversed order ("Bobby paid
    Tony" for "Tony paid Bobby") are swapped roles unless exactly one side is passive ("... was paid by ...").
+   Names include acronyms ("BBC", "NP"), apostrophe names ("O'Connell") and "May" inside a sentence; an opening
+   adverb ("Additionally,") is none. Plain nouns count when exchanging the two is the only change of word order
+   ("The horses exported knights" for "The knights exported horses").
 Claims with fewer than `min_words` content words ("Thanks!", "Sure.") carry no fact and are skipped.
 `supported` = every claim supported (the gate key: one invented fact fails the item), `support_rate` = the share of
 supported claims, `contradiction` = a negation, antonym or role swap was seen (the worst kind of unsupported claim).
@@ -25,10 +31,12 @@ supported claims, `contradiction` = a negation, antonym or role swap was seen (t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 from gate.errors import InputError
@@ -76,6 +84,10 @@ ANTONYM_PAIRS: tuple[tuple[str, str], ...] = (
     ("strong", "weak"), ("stronger", "weaker"), ("rich", "poor"), ("easy", "hard"), ("easier", "harder"),
     ("early", "late"), ("entrance", "exit"), ("upstairs", "downstairs"), ("forward", "backward"),
     ("twice", "half"), ("double", "half"), ("doubled", "halved"), ("maximum", "minimum"), ("within", "least"),
+    # a bound read from "no more than" / "no fewer than" (see _BOUNDS) against the plain comparative it negates
+    ("within", "more"), ("within", "greater"), ("within", "longer"), ("within", "later"), ("within", "beyond"),
+    ("within", "exceeding"), ("within", "exceeds"), ("least", "less"), ("least", "fewer"), ("least", "earlier"),
+    ("least", "shorter"), ("least", "sooner"),
 )
 _ANT: dict[str, set[str]] = {}
 for _a, _b in ANTONYM_PAIRS:
@@ -94,17 +106,22 @@ _BOUNDS = ((re.compile(r"\b(?:no|not|never)\s+(?:later|more|longer|greater|after
            (re.compile(r"\bnot\s+exceeding\b", re.I), "within"), (re.compile(r"\bnot\s+only\b", re.I), "also"),
            # a reporting frame says where the claim comes from, not what it claims
            (re.compile(r"\b(?:according\s+to|as\s+stated\s+in|as\s+per)\s+(?:the\s+)?(?:text|passage|source|"
-                       r"document|article|context)s?\s*,?\s*", re.I), ""),
-           (re.compile(r"\b(?:the\s+)?(?:text|passage|source|document|article|context)\s+(?:says|states|notes|"
-                       r"mentions|explains|shows)\s*(?:that\s+)?,?\s*", re.I), ""))
+                       r"document|article|context|abstract|paper|study|report|authors)s?\s*,?\s*", re.I), ""),
+           (re.compile(r"\b(?:the\s+)?(?:text|passage|source|document|article|context|abstract|paper|study|report|"
+                       r"authors?)\s+(?:says|states|notes|mentions|explains|shows|reports?|states?|finds?|notes?|"
+                       r"shows?)\s*(?:that\s+)?,?\s*", re.I), ""))
 _WORD = re.compile(r"\$?\d[\d,]*(?:\.\d+)?|\$?\.\d+|[a-z]+(?:'[a-z]+)*")
 _NUM = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
+#: a sentence may open with a symbol-led name ("#P is ...", "$5 ...", "[1] ...") as well as a capital or a figure
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(#$\[“‘])|\n+")
 _CLAUSE = re.compile(r"\s*[;:]\s*|,\s+|\s+(?=(?:but|while|whereas|although|though|because|since|unless|whilst|"
                      r"however|yet)\b)", re.I)
 _PASSIVE = re.compile(r"\b(?:is|are|was|were|be|been|being|gets|got|get)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|id|ld|nt|lt)"
                       r"\b.*\bby\b", re.I)
-_ENTITY = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
+#: Names: a capitalised word, with its apostrophe parts ("O'Connell", "d'Aulps", "Sant'Eufemia"; not a possessive
+#: "'s"), or an acronym of two or more capitals ("BBC", "NP", "BPP") or one capital other than "I"/"A" ("P", "Plan B").
+_ENTITY = re.compile(r"(?<![\w'])(?:[A-Za-z][a-z]?')?[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:'[A-Z][a-z]+)*(?=(?:'s)?(?![\w']))"
+                     r"|(?<![\w'#])[A-Z]{2,}(?![\w'])|(?<![\w'#.])[B-HJ-Z](?![\w'.])")
 
 
 def _stem(w: str) -> str:
@@ -182,7 +199,13 @@ def entities(text: str) -> list[str]:
     for m in _ENTITY.finditer(text):
         w = m.group(0).lower()
         at_start = not text[:m.start()].strip(" \"'(")
-        if w in STOP or w in NEGATIONS or w in _COMMON_STARTS or (at_start and w in _ANT):
+        if w in NEGATIONS or w in _COMMON_STARTS or (at_start and w in _ANT):
+            continue
+        # a stop word capitalised inside a sentence is a name: "May" there is the month, not the modal
+        if w in STOP and (at_start or w not in _MONTHLIKE):
+            continue
+        # a sentence-opening adverb ("Additionally,", "Typically,") or connective ("Moreover") is no name
+        if at_start and (w in _CONNECTIVES or (w.endswith("ly") and text[m.end():].lstrip()[:1] in (",", ""))):
             continue
         out.append(w)
     return out
@@ -194,7 +217,87 @@ according notably overall meanwhile instead finally first second third last next
 returns refunds items customers orders payments""".split())
 
 
+#: Conjunctive adverbs and discourse connectives that open a sentence (a closed class of English).
+_CONNECTIVES = frozenset("""additionally moreover furthermore nevertheless nonetheless consequently accordingly
+hence besides likewise similarly otherwise indeed still then thereafter subsequently alternatively conversely
+regardless importantly specifically typically generally usually historically traditionally originally initially
+eventually ultimately currently recently previously formerly today presently here there""".split())
+def _is_connective(clause: str) -> bool:
+    w = clause.strip().lower()
+    return w in _CONNECTIVES or (w.isalpha() and w.endswith("ly") and len(w) > 4)
+
+
+#: Stop words that are names when capitalised inside a sentence.
+_MONTHLIKE = frozenset({"may"})
+
+
+#: How much more of the claim two adjacent sentences must cover than one before the pair is the window.
+_PAIR_MARGIN = 0.15
+#: Share of a claim clause's words the aligned passage window must hold (the sentence as a whole needs
+#: `min_coverage`; a clause of two or more words below this share is an added, unsupported part).
+_CLAUSE_COVERAGE = 0.5
+
+
 _DETERMINERS = frozenset("the a an his her their its our your my this that these those every each".split())
+
+
+def _plain_swap(cw: list[str], pw: list[str], shared: list[str]) -> str | None:
+    """Two plain words (no name, no determiner: "The horses exported knights" for "The knights exported horses")
+    that trade places around a shared word while every other shared word keeps its order: exchanging the two in
+    the claim gives exactly the passage's order. A reordering of whole phrases (a moved adverbial, a passive) is
+    not one transposition, so it does not count."""
+    once = [w for w in shared if cw.count(w) == 1 and pw.count(w) == 1 and not _NUM.fullmatch(w) and len(w) > 2]
+    if len(once) < 3:
+        return None
+    p_order = sorted(once, key=pw.index)
+    c_order = sorted(once, key=cw.index)
+    diff = [i for i, (x, y) in enumerate(zip(c_order, p_order, strict=True)) if x != y]
+    if len(diff) != 2:
+        return None
+    i, j = diff
+    a, b = c_order[i], c_order[j]
+    if (c_order[i], c_order[j]) != (p_order[j], p_order[i]) or j - i < 2:
+        return None
+    return f"'{a}' and '{b}' swap roles around '{c_order[i + 1]}'"
+
+
+_LEXICON = Path(__file__).with_name("wordnet_antonyms.txt")
+
+
+@functools.cache
+def wordnet_opposites() -> tuple[dict[str, frozenset[str]], dict[str, str]]:
+    """(word -> its WordNet 3.0 antonyms, direct and indirect; irregular form -> lemma), read once on first use
+    from the shipped extract (tools/make_antonyms.py). Stop words and words under three letters are left out:
+    "on"/"off" or "in"/"out" read from a suffix-stripped "offer" or "into" would oppose almost every passage."""
+    ant: dict[str, set[str]] = {}
+    irregular: dict[str, str] = {}
+    for line in _LEXICON.read_text(encoding="utf-8").splitlines():
+        if not line or line[0] == "#":
+            continue
+        kind, a, b = line.split("\t")
+        if kind == "=":
+            irregular[a] = b
+        elif min(len(a), len(b)) >= 3 and a not in STOP and b not in STOP:
+            ant.setdefault(a, set()).add(b)
+            ant.setdefault(b, set()).add(a)
+    return {w: frozenset(v) for w, v in ant.items()}, irregular
+
+
+def _lemmas(word: str) -> set[str]:
+    """The word and the base forms it may inflect ("began" -> "begin", "ended" -> "end", "larger" -> "large",
+    "stopped" -> "stop"): candidates only; they matter where one is in the antonym table."""
+    _, irregular = wordnet_opposites()
+    out = {word, _stem(word)}
+    if word in irregular:
+        out.add(irregular[word])
+    for suf, reps in (("ies", ("y",)), ("ied", ("y",)), ("es", ("", "e")), ("s", ("",)), ("ed", ("", "e")),
+                      ("ing", ("", "e")), ("er", ("", "e")), ("est", ("", "e"))):
+        if word.endswith(suf) and len(word) - len(suf) >= 3:
+            base = word[: -len(suf)]
+            out.update(base + r for r in reps)
+            if len(base) > 3 and base[-1] == base[-2]:  # stopped -> stop, bigger -> big
+                out.add(base[:-1])
+    return out
 
 
 def _forms(text: str) -> set[str]:
@@ -273,31 +376,39 @@ class FactualSupport:
     def _align(self, words: set[str], nums: set[str], ents: list[str],
                passage_sents: list[str]) -> tuple[float, list[str]]:
         """The passage window a claim restates: one sentence, or two adjacent ones (an answer often joins two).
-        Preferred: reaching `min_coverage`, then holding every figure of the claim, then a single sentence, then
-        coverage, then shared names, then the earlier window."""
+        Preferred: reaching `min_coverage`, then holding every figure of the claim, then coverage (a pair of
+        sentences needs `_PAIR_MARGIN` more than one), then a single sentence, then shared names, then the earlier
+        window."""
         windows = [[s] for s in passage_sents] + [[a, b] for a, b in zip(passage_sents, passage_sents[1:],
                                                                              strict=False)]
         if not windows:
             return 0.0, []
 
-        def key(w: list[str]) -> tuple[bool, bool, bool, float, int]:
+        def key(w: list[str]) -> tuple[bool, bool, float, bool, float, int]:
             text = " ".join(w)
             c = len(words & content_words(text)) / len(words)
-            return (c >= self.min_coverage, nums <= numbers(text), len(w) == 1, c,
-                    len(set(ents) & set(entities(text))))
+            # a pair must cover clearly more (an answer that joins two sentences), not one stray shared word
+            return (c >= self.min_coverage, nums <= numbers(text), c - (0 if len(w) == 1 else _PAIR_MARGIN),
+                    len(w) == 1, c, len(set(ents) & set(entities(text))))
         best = max(windows, key=key)
-        return key(best)[3], best
+        return key(best)[4], best
 
     @staticmethod
     def _align_clause(clause: str, passage_clauses: list[str]) -> str:
         cw = content_words(clause)
         words, nums = {w for w in cw if not _NUM.fullmatch(w)}, {w for w in cw if _NUM.fullmatch(w)}
-        return max(passage_clauses, key=lambda pc: (len(words & content_words(pc)), len(nums & numbers(pc))))
+        # ties (one shared word each) go to the clause with fewer words the claim clause lacks: "which is not a
+        # tapestry" restates "which is not a tapestry", not "... is the Bayeux Tapestry"
+        return max(passage_clauses, key=lambda pc: (len(words & content_words(pc)), len(nums & numbers(pc)),
+                                                    -len(content_words(pc) - cw)))
 
     @staticmethod
     def _opposite(claim: str, passage: str) -> str | None:
         """'word' -> 'opposite' when the claim clause uses the opposite of what the passage clause says."""
+        wn, _ = wordnet_opposites()
         cf, pf = _forms(claim), _forms(passage)
+        pl = {lemma for t in tokens(passage) if t.isalpha() for lemma in _lemmas(t)}
+        cl = {lemma for t in tokens(claim) if t.isalpha() for lemma in _lemmas(t)}
         for w in tokens(claim):
             if w in pf or not w.isalpha() or len(w) < 2:
                 continue
@@ -305,6 +416,10 @@ class FactualSupport:
             opp |= {p + w for p in _NEG_PREFIXES}
             opp |= {w[len(p):] for p in _NEG_PREFIXES if w.startswith(p) and len(w) - len(p) >= 3}
             hit = sorted((opp & pf) - cf)
+            if not hit and w not in STOP and not _lemmas(w) & pl:
+                # WordNet's opposites of the word's base forms, against the passage clause's base forms
+                wopp = {o for lemma in _lemmas(w) for o in wn.get(lemma, ())}
+                hit = sorted(t for t in tokens(passage) if t.isalpha() and _lemmas(t) & wopp - cl)
             if hit:
                 return f"'{w}' where the passage says '{hit[0]}'"
         return None
@@ -335,7 +450,7 @@ class FactualSupport:
                     cp, pp = cw.index(pivot), pw.index(pivot)
                     if min(ca, cb) < cp < max(ca, cb) and min(pa, pb) < pp < max(pa, pb):
                         return f"'{a}' and '{b}' swap roles around '{pivot}'"
-        return None
+        return _plain_swap(cw, pw, shared)
 
     def check_claim(self, claim: str, passage_sents: list[str]) -> tuple[bool, bool, str]:
         """(supported, contradicted, why) for one claim against every passage sentence."""
@@ -362,16 +477,33 @@ class FactualSupport:
         if missing_nums:
             return False, False, f"number(s) not in the aligned passage sentence: {', '.join(sorted(missing_nums))}"
         p_clauses = [c for s in window for c in clauses(s)]
+        # a clause may restate the sentence next to the window (an answer joins two sentences)
+        lo = passage_sents.index(window[0])
+        window_words = content_words(" ".join(passage_sents[max(0, lo - 1):lo + len(window) + 1]))
         for cl in clauses(claim):
-            if not content_words(cl):
+            cl_words = content_words(cl)
+            if not cl_words:
                 continue
+            # every clause must be in the passage too: one invented clause of common words hides under the whole
+            # sentence's coverage ("..., largely because of pressure from merchants")
+            plain = {w for w in cl_words if not _NUM.fullmatch(w)}
+            if len(plain) >= 2 and len(plain & window_words) < _CLAUSE_COVERAGE * len(plain):
+                missing = ", ".join(sorted(plain - window_words)[:5])
+                return False, False, f"a clause is not in the passage; missing: {missing}"
+            if len(cl_words) == 1 and _is_connective(cl):
+                continue  # "Importantly" / "However" alone: says how the claim connects, states no fact
             pc = self._align_clause(cl, p_clauses)
+            # figures of passage clauses the claim clause holds whole (adding words the aligned clause lacks) come
+            # with it: "In November 2006," moved to the end of the claim is the same fact, not another part's figure
+            absorbed = {n for c in p_clauses if c is not pc and (cw := {w for w in content_words(c)
+                                                                         if not _NUM.fullmatch(w)}) and cw <= plain
+                        and not cw <= content_words(pc) for n in numbers(c)}
             cl_ents = [e for e in entities(cl) if e not in common]
             pc_ents = [e for e in entities(pc) if e not in common]
             absent, other = [e for e in cl_ents if e not in pc_ents], [e for e in pc_ents if e not in cl_ents]
             if absent and other:
                 return False, True, f"'{absent[0]}' where the passage says '{other[0]}'"
-            stray = numbers(cl) - numbers(pc)
+            stray = numbers(cl) - numbers(pc) - absorbed
             if stray:
                 return False, False, f"number(s) {', '.join(sorted(stray))} belong to another part of the sentence"
             if negated(cl) != negated(pc):

@@ -12,10 +12,11 @@ used for the schema lookup, `correct`, the `function` metric and execution (the 
 Types: the JSON type the model wrote is checked, not only the schema's (JSON Schema's `integer` accepts 5.0,
 a Python tool does not); integers compare exactly, also beyond 2**53.
 Normalisation rule (documented in the scorecard reference): free strings - top level and, with
-`normalize_nested` (default, as BFCL), inside lists and objects - are normalised before being compared with
-the gold's acceptable values; a parameter whose schema declares an `enum` is checked by the schema first, so
-an enum value must be written exactly as declared (no normalisation), and gold alternatives outside the enum
-are flagged when the scorecard is loaded (`gold_problems`).
+`normalize_nested` (default), one level down exactly where BFCL's checker normalises - are normalised before
+being compared with the gold's acceptable values; a parameter whose schema declares an `enum` is checked by the
+schema first, so an enum value must be written exactly as declared (no normalisation), and gold alternatives
+outside the enum are flagged when the scorecard is loaded (`gold_problems`, which also flags values outside a
+declared `format` and arguments the tool does not declare).
 A plain-text answer is an abstention; text with tool-call markup that does not parse, or an answer cut off by
 the length limit, is a parse failure, never an abstention.
 """
@@ -39,11 +40,14 @@ _NOT_GIVEN = object()
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
-def normalize_value(value: Any, mode: str = "bfcl", nested: bool = True) -> Any:
+def normalize_value(value: Any, mode: str = "bfcl", nested: bool = True, _depth: int = 0,
+                    _in_list: bool = False) -> Any:
     """BFCL `standardize_string` (drop ` ,./-_*^`, lowercase, ' -> ") or `basic` (casefold, collapse spaces);
     numbers compare by value (1 == 1.0) but exactly (an int is never rounded through a float, so 2**53 + 1 is
-    not 2**53) and booleans are never numbers; lists and dicts recurse, normalising their strings only when
-    `nested` (BFCL does; a scorecard may want nested strings exact)."""
+    not 2**53) and booleans are never numbers. With `nested`, strings one level down are normalised as BFCL's
+    checker does (`list_checker`, `dict_checker`, `list_dict_checker`): the items of an argument's list, the
+    values of an argument's object, and the values of objects that are items of an argument's list. Anything
+    deeper (a list inside a list, an object or list inside an object) is compared exactly, as in BFCL."""
     if isinstance(value, str):
         if mode == "bfcl":
             return _BFCL_STRIP.sub("", value).lower().replace("'", '"')
@@ -54,11 +58,14 @@ def normalize_value(value: Any, mode: str = "bfcl", nested: bool = True) -> Any:
         return ("bool", value)
     if isinstance(value, int | float):
         return ("num", value)  # int == float compares exactly in Python; no float() round trip
-    inner = mode if nested else "none"
     if isinstance(value, list | tuple):
-        return ("list", tuple(normalize_value(v, inner, nested) for v in value))
+        # a list's items are normalised only when the list is the argument itself
+        inner = mode if nested and _depth == 0 else "none"
+        return ("list", tuple(normalize_value(v, inner, nested, _depth + 1, True) for v in value))
     if isinstance(value, dict):
-        return ("dict", tuple(sorted(((k, normalize_value(v, inner, nested)) for k, v in value.items()),
+        # an object's values: when the object is the argument, or an item of the argument's list
+        inner = mode if nested and (_depth == 0 or (_depth == 1 and _in_list)) else "none"
+        return ("dict", tuple(sorted(((k, normalize_value(v, inner, nested, _depth + 1)) for k, v in value.items()),
                                      key=lambda kv: kv[0])))
     return value
 
@@ -123,6 +130,8 @@ def gold_problems(tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | Non
     gold = expected.get("tool_calls") if isinstance(expected, dict) else None
     if not isinstance(gold, list) or not tools:
         return []
+    from gate.contract.schemas import validator
+
     schemas = schemas_of(list(tools))
     by_key = {tool_key(n): n for n in schemas}
     cls = _strict_validator_class()
@@ -137,7 +146,8 @@ def gold_problems(tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | Non
             out.append((f"{where}.name", f"tool {name!r} is not among the prompt's tools"))
             continue
         schema = schemas[declared]
-        v = cls(schema)
+        v = validator(schema, cls=cls)  # the validator scoring uses: `format` asserted the same way
+        props = _declared_properties(schema)
         required = set(schema.get("required") or []) if isinstance(schema, dict) else set()
         base = dict(call.get("arguments") or {}) if isinstance(call.get("arguments"), dict) else {}
         options: list[tuple[str, str, Any]] = [(k, f"{where}.arguments.{k}", val) for k, val in base.items()]
@@ -158,7 +168,21 @@ def gold_problems(tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | Non
 
                 out.append((field, f"{snippet(val, 40)} for {declared}.{k} can never match: "
                                    f"{errs[0].message[:120]}"))
+            elif props is not None and k not in props:
+                out.append((field, f"argument {k!r} is not declared by {declared}: a call passing it scores "
+                                   "extra_argument (BFCL: unexpected parameter)"))
     return out
+
+
+def _declared_properties(schema: Any) -> set[str] | None:
+    """The argument names a tool declares, or None where it declares none or admits others on purpose (an explicit
+    `additionalProperties` that is not false): BFCL refuses any parameter outside `properties`."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return None
+    extra = schema.get("additionalProperties", False)
+    if extra is not False and extra is not None and "additionalProperties" in schema:
+        return None
+    return set(schema["properties"])
 
 
 class ToolExecution:
@@ -168,8 +192,8 @@ class ToolExecution:
     state), `limits` (cpu_s, wall_s, memory_mb, output_bytes). `tools` (OpenAI-style) comes from the scorecard's
     prompt wrapper. Gold per item: `expected.tool_calls` = [{name, arguments, acceptable?}], where
     `acceptable` maps an argument to a list of accepted values ("" = may be omitted); `expected.refusal: true` or
-    an empty list means no call is right. `normalize_nested` (true): normalise strings inside lists and objects
-    too (BFCL); false compares them exactly."""
+    an empty list means no call is right. `normalize_nested` (true): normalise strings one level down as BFCL
+    does (see `normalize_value`); false compares them exactly."""
 
     type = "tool_execution"
     keys = ("correct", "parsed", "function", "arguments", "executed", "server_parsed")
@@ -262,6 +286,12 @@ class ToolExecution:
                 err = min(errs, key=lambda e: order.index(_schema_error_kind(e)))
                 where = "/".join(map(str, err.absolute_path)) or name
                 return _schema_error_kind(err), f"{where}: {err.message[:160]}"
+        schema = self.schemas.get(self.names.get(tool_key(name), ""), {})
+        props = _declared_properties(schema)
+        if props is not None:
+            for k in args:
+                if k not in props:
+                    return "extra_argument", f"{name}: argument '{k}' is not declared by the tool"
         gold_args = dict(gold.get("arguments") or {})
         acceptable = {k: list(v) for k, v in (gold.get("acceptable") or {}).items()}
         for k, v in gold_args.items():
@@ -279,6 +309,10 @@ class ToolExecution:
                                   or {}).get(k, {})
             if not self._type_ok(got, [o for o in options if o != ""], declared):
                 return "wrong_type", f"{name}: argument '{k}' is {_json_kind(got)}"
+            item_schema = ((schema.get("properties") or {}).get(k) or {}).get("items") if isinstance(
+                (schema.get("properties") or {}).get(k), dict) else None
+            if not self._items_ok(got, [o for o in options if o != ""], item_schema):
+                return "wrong_type", f"{name}: argument '{k}' has an integer where the list holds numbers (floats)"
             norm = [normalize_value(o, self.normalize, self.normalize_nested) for o in options]
             if normalize_value(got, self.normalize, self.normalize_nested) not in norm:
                 return "bad_value", f"{name}: argument '{k}' has a value the gold does not accept"
@@ -297,6 +331,26 @@ class ToolExecution:
             return "number" if declared and k == "integer" else k
         kinds = {kind(o) for o in options}
         return kind(got) in kinds or (kind(got) == "integer" and "number" in kinds)
+
+    @staticmethod
+    def _items_ok(got: Any, options: list[Any], item_schema: Any) -> bool:
+        """BFCL's one-level nested type check: in a list whose items are floats (declared `items: {type:
+        number}`, or, undeclared, the gold list's own first item a float), an integer item is refused (`[1, 3]`
+        for `[1.0, 3.0]`), unless the gold list itself writes integers (BFCL reads the gold's type as allowed). The
+        top-level int-for-float allowance does not reach inside the list, as in BFCL."""
+        if not isinstance(got, list) or not any(isinstance(i, int) and not isinstance(i, bool) for i in got):
+            return True
+        golds = [o for o in options if isinstance(o, list)]
+        if not golds:
+            return True
+        declared = item_schema.get("type") if isinstance(item_schema, dict) else None
+        for g in golds:
+            first = next((x for x in g if x != ""), None)
+            gold_kind = _json_kind(first) if first is not None else None
+            wants_float = declared == "number" or (declared is None and gold_kind == "number")
+            if not wants_float or gold_kind == "integer":
+                return True
+        return False
 
     def _match(self, gold: list[dict[str, Any]], calls: list[tuple[str, Any]]) -> tuple[list[int] | None, str, str]:
         """Optimal assignment of model calls to gold calls (most matching pairs, any n): (order or None, error,
