@@ -200,7 +200,7 @@ class Killer(threading.Thread):
         self.error: str | None = None
 
     def run(self) -> None:
-        deadline, first = time.monotonic() + 300, None
+        deadline, first = time.monotonic() + 120, None
         while True:
             busy = next(((v, w) for v in self.victims if (w := v.mapping_worker()) is not None), None)
             if busy is not None:
@@ -257,7 +257,7 @@ def test_lost_node_part_way_gives_the_local_findings(cluster, tmp_path):
     try:
         res = subprocess.run([sys.executable, "-c", DRIVER, str(DATASET), str(CONTRACT), ",".join(CHECKS),
                               cluster.address, str(CHUNK), str(tmp_path / "run.pkl")],
-                             env=_driver_env(cluster), capture_output=True, text=True, timeout=300)
+                             env=_driver_env(cluster), capture_output=True, text=True, timeout=120)
     finally:
         killer.done.set()
         killer.join()
@@ -283,7 +283,7 @@ def test_lost_worker_once_too_often_is_one_line(cluster, tmp_path):
         res = run_gate("check", str(DATASET), "-c", str(CONTRACT), "--checks", ",".join(CHECKS), "--engine", "ray",
                        "--address", cluster.address, "-o", str(out), "--no-db", "-q",
                        env=_driver_env(cluster, GATE_RAY_MAX_RETRIES="0", GATE_RAY_CAPACITY_WAIT_S="60"),
-                       timeout=300)
+                       timeout=120)
     finally:
         killer.done.set()
         killer.join()
@@ -306,7 +306,7 @@ def test_no_capacity_left_is_one_line(cluster, tmp_path):
     try:
         res = run_gate("check", str(DATASET), "-c", str(CONTRACT), "--checks", ",".join(CHECKS), "--engine", "ray",
                        "--address", cluster.address, "-o", str(out), "--no-db", "-q",
-                       env=_driver_env(cluster, GATE_RAY_CAPACITY_WAIT_S="2"), timeout=300)
+                       env=_driver_env(cluster, GATE_RAY_CAPACITY_WAIT_S="2"), timeout=120)
     finally:
         killer.done.set()
         killer.join()
