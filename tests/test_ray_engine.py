@@ -89,3 +89,21 @@ def test_bad_line_is_one_clear_error(cluster, tmp_path):
     assert str(err.value).startswith(f"{data}:41: malformed JSON")
     assert "\n" not in str(err.value)
     assert data.read_bytes() == before
+
+
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("GATE_RAY_MAX_RETRIES", "-1", "GATE_RAY_MAX_RETRIES must be a whole number of at least 0, not '-1'"),
+    ("GATE_RAY_CAPACITY_WAIT_S", "soon", "GATE_RAY_CAPACITY_WAIT_S must be a positive number of seconds, not 'soon'"),
+])
+def test_bad_retry_setting_is_one_line_before_any_cluster(monkeypatch, name, value, says):
+    """A typo in a site setting ends the run at once with one line, before gate joins a cluster (the address is
+    one nobody listens on: joining it first would fail with another line)."""
+    from gate.contract import load_contract
+    from gate.data.runner import run_checks
+    from gate.errors import GateError
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(GateError) as err:
+        run_checks(str(FIXTURES / "triage-clean"), load_contract(CONTRACTS / "triage.yaml"), checks=["contract"],
+                   progress=False, engine="ray", address="127.0.0.1:1")
+    assert str(err.value) == says
