@@ -309,7 +309,7 @@ def demo(
     raise typer.Exit(run_demo(str(out), db, data_only))
 
 
-# ---- area: training runners (train, plan) -- issue 5 ----
+# ---- area: training runners (train, plan) ----
 class TrainRunner(StrEnum):  # gate.train.runners.RUNNERS
     local = "local"
     nemo_automodel = "nemo-automodel"
@@ -394,7 +394,7 @@ def plan(
         pilot_gpus=pilot_gpus, price=price, failure_budget=failure_budget, scaling_efficiency=scaling_efficiency))
 # ---- end: training runners ----
 
-# ---- area: probe -- issue 5 ----
+# ---- area: probe ----
 @app.command(epilog=_exits("every step passed", "a step failed"))
 def probe(
     model: Annotated[Path, typer.Argument(help="Model directory (config.json, safetensors shards, tokenizer).")],
@@ -418,7 +418,7 @@ def probe(
                                        steps=steps, work_dir=str(work_dir) if work_dir else None))
 # ---- end: probe ----
 
-# ---- area: engine parity -- issue 17 ----
+# ---- area: engine parity ----
 @app.command(epilog=_exits("every comparison within tolerance", "a comparison outside tolerance"))
 def parity(
     model: Annotated[Path, typer.Argument(help="Model directory (config.json, safetensors, tokenizer).")],
@@ -446,7 +446,7 @@ def parity(
                                         tolerances=str(tolerances) if tolerances else None, as_json=as_json))
 # ---- end: engine parity ----
 
-# ---- area: release decision (decide, promote, rollback, watch, release) -- issue 7 ----
+# ---- area: release decision (decide, promote, rollback, watch, release) ----
 @app.command(epilog=_exits("PROMOTE (or an A/A floor or baseline-only check recorded)",
                            "BLOCK: a blocking gate failed"))
 def decide(
@@ -605,7 +605,7 @@ def watch(
                                duration_s=duration))
 # ---- end: release decision ----
 
-# ---- area: service (serve, token) -- issue 8 ----
+# ---- area: service (serve, token) ----
 @app.command(epilog=_exits("stopped cleanly"))
 def serve(
     root: Annotated[list[Path] | None, typer.Option("--root", help="Directory whose datasets, contracts and "
@@ -681,7 +681,7 @@ def token_list(
     raise typer.Exit(run(db=db, url=url))
 # ---- end: service ----
 
-# ---- area: dashboard / report html -- issue 8 ----
+# ---- area: dashboard / report html ----
 @app.command("report-html", epilog=_exits("written"))
 def report_html(
     release: Annotated[str | None, typer.Argument(help="Release id (from the record).")] = None,
@@ -725,7 +725,7 @@ def dashboard(
     raise typer.Exit(run_dashboard(db=db, host=host, port=port, no_auth=no_auth))
 # ---- end: dashboard ----
 
-# ---- area: incremental index / ray -- issue 9 ----
+# ---- area: incremental index / ray ----
 index_app = typer.Typer(help="The per-dataset index behind `gate check --base REF`.", no_args_is_help=True)
 app.add_typer(index_app, name="index")
 
@@ -750,7 +750,7 @@ def index_build(
                                      record=not no_db))
 # ---- end: incremental index ----
 
-# ---- schema and contract authoring (issue 18 items 12, 13) ----
+# ---- schema and contract authoring ----
 class SchemaKind(StrEnum):
     contract = "contract"
     scorecard = "scorecard"

@@ -1,7 +1,7 @@
 """`gate demo`: the data door on every fixture, then the release loop (split, train, score, decide, promote),
 then a scan of everything the demo wrote or shows for the fixtures' planted personal data and secrets.
 
-Rerunnable in one tree (issue 15 item 2): each run writes into a folder of its own (`.<out>-runs/<stamp>` beside
+Rerunnable in one tree: each run writes into a folder of its own (`.<out>-runs/<stamp>` beside
 `--out`) with a record of its own (`gate.duckdb` in that folder, unless `--db` or GATE_DB names one; then the
 releases get ids that record does not hold yet). Only when the run has passed does `--out` switch to it, in one
 rename of a symlink: `gate-report/demo` always shows one whole run, never a mix of two, and a failed run leaves

@@ -116,7 +116,7 @@ def _items_context(con: Any, release_id: str, prompts: dict[tuple[str, str], str
     rel = views.release(con, release_id)
     items = evidence.item_answers(con, rel["decision_id"]) if rel.get("decision_id") else []
     for it in items:
-        # the scorecard's text when given (static report), else the masked prompt the record holds since issue 18
+        # the scorecard's text when given (static report), else the masked prompt the record holds
         it["prompt"] = _quoted((prompts or {}).get((it["suite"], it["item_id"])) or it.get("prompt_masked"))
         for side in ("baseline", "candidate"):
             it[side] = _quoted(it[side])

@@ -2,7 +2,7 @@
 
 Why this module stays: the dashboard's pages, its auth and the tests reach the record through it, and
 `LOCK_RETRIES` here is the dashboard's patience with a writer (read at each call, so a test or a deployment can
-lower it). The SQL itself lives in gate/store (issue 20): the names below are gate.store.views' own functions.
+lower it). The SQL itself lives in gate/store: the names below are gate.store.views' own functions.
 """
 
 from __future__ import annotations

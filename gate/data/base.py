@@ -27,7 +27,7 @@ def cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and of its children it has waited for.
 
     Why: `timings.map_cpu` and `checks[].seconds` are labelled CPU; they were wall time summed over workers (a
-    pii check reported 234 s in a run whose process tree used 55 CPU s, issue 30). The children count because the
+    pii check reported 234 s in a run whose process tree used 55 CPU s). The children count because the
     PII scan may fan out to its own process pool (`gate.pii.scan_texts`), which it joins before returning.
     """
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

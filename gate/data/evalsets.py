@@ -50,7 +50,7 @@ def not_a_suite(p: Path, raw: bytes) -> str | None:
     """Why `p` is not a JSONL suite when it is YAML (a scorecard listed where its suites belong), else None.
 
     Why: a scorecard in `evaluation_sets` read as JSONL gave "malformed JSON: Expecting value at column 1", which
-    says nothing of the mistake (issue 32 item 7); the suites the scorecard names are what the check wants."""
+    says nothing of the mistake; the suites the scorecard names are what the check wants."""
     head = raw.removeprefix(b"\xef\xbb\xbf").lstrip()
     if head.startswith(b"{") or (p.suffix.lower() not in (".yaml", ".yml") and not head.startswith(b"---")):
         return None

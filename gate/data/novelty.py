@@ -5,7 +5,7 @@ should not fail an unrelated pull request, and it must not be hidden either. So 
 `new` or `existing`, the report lists the new ones first, and existing ones fail only with `--fail-on-existing`.
 
 Why the base is checked again, and not "findings on changed rows are new": a changed contract, evaluation set or
-tokenizer makes findings on unchanged rows new (item 5 of issue 15: a tightened contract gave 240 findings on
+tokenizer makes findings on unchanged rows new (a tightened contract gave 240 findings on
 untouched data), and an added row can make an untouched row a duplicate of it. So the base is checked as it was:
 its data, its contract, its evaluation sets and tokenizer (when they live in the repository), read from git's
 objects at the merge-base with REF into a scratch folder, with the same checks and the same gate.

@@ -92,7 +92,7 @@ class Cluster:
     @property
     def size(self) -> int:
         """The rows verified pairs join: a lower bound of the true component, never an estimate of it. LSH may
-        propose none of a member's pairs (issue 32 item 5: 79 of 80 rows on GPTeacher at 0.7), so reports say
+        propose none of a member's pairs (79 of 80 rows on GPTeacher at 0.7), so reports say
         "at least" (gate.data.checks.near_duplicate)."""
         return len(self.members)
 
@@ -320,7 +320,7 @@ class ShingleSets:
         # keys are doc-major, so sorting slices of whole documents and joining them is the global sort; a slice
         # stays in cache and its temporaries are small, where one sort of every key misses the cache and takes
         # fresh pages from the kernel once the arrays outgrow the allocator's reuse (~32 MB), which made the cost
-        # per document rise with n (issue 19 s2, linear growth: 25k -> 100k templated rows)
+        # per document rise with n (measured: 25k -> 100k templated rows)
         offsets = batch.offsets
         parts: list[np.ndarray] = []
         sizes = np.zeros(m, dtype=np.int64)

@@ -104,7 +104,7 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
     Streams: each split is read block by block (`line_blocks`), slices are signed in workers and their entries
     written to Parquet as they come back; the parent keeps per row only fixed-width arrays (row digest, LSH band
     keys, signature digest, shingle count, where its line is), so peak memory is ~100 B per row plus one block
-    (issue 19: 5.5 GB at 1M rows before)."""
+    (5.5 GB at 1M rows before)."""
     t0 = time.perf_counter()
     config = neardup_config(contract)
     plan = config.plan()

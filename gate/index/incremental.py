@@ -297,7 +297,7 @@ def _diff(sources: list[Any], repo: Path, commit: str) -> tuple[list[_Split], di
     diff_paths: dict[str, str] = {}
     for src in sources:
         blob = base_blob(repo, commit, src)
-        # streamed: the split's lines as digests and spans, rows read back only when parsed (issue 19)
+        # streamed: the split's lines as digests and spans, rows read back only when parsed
         table = StreamedLines(src, (blob.algo, blob.size) if blob is not None else None)
         mask = appended_mask(table, blob) if blob is not None else None
         if mask is not None:
@@ -443,7 +443,7 @@ def _full_checks(dataset: str, contract: Contract, names: list[str], workers: in
     cannot answer, run on the whole dataset now and as it was at `commit`, with the same contract; a finding the
     base already had is marked existing and fails only with new ones (gate.data.novelty), as under
     `--changed-since`. Skipping them let a pull request add a training row copying an evaluation item, or a row of
-    a customer who lives in the test split, under `--base` (issue 27)."""
+    a customer who lives in the test split, under `--base`."""
     import tempfile
 
     from gate.data.novelty import BaseCheck, mark, row_keys

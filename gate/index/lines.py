@@ -191,7 +191,7 @@ def _open_stream(src: SplitSource) -> Any:
 def line_blocks(src: SplitSource, raw_sink: Callable[[bytes], None] | None = None) -> Iterator[LineBlock]:
     """The split's lines block by block, exactly as `current_lines` finds them (same numbers, spans, digests),
     without the whole (decompressed) file in memory: a 1M-row split held whole costs its size, and more in forked
-    workers (issue 19: 5.5 GB peak for a 1.2 GB split). `raw_sink` gets every block as read (plain JSON Lines:
+    workers (5.5 GB peak for a 1.2 GB split). `raw_sink` gets every block as read (plain JSON Lines:
     the file's own bytes, for its hashes)."""
     import xxhash
 

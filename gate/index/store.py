@@ -111,7 +111,7 @@ ROW_GROUP_ROWS = 65536  # entries buffered per Parquet row group while a build s
 
 class EntriesWriter:
     """Streams a build's entries into one Parquet file, row group by row group, so the build never holds the
-    entries (signatures included) of the whole dataset: 1M rows were ~1 GB of Arrow tables at once (issue 19).
+    entries (signatures included) of the whole dataset: 1M rows were ~1 GB of Arrow tables at once.
     The file is written next to the index (same file system) and moved in by `write_new`."""
 
     def __init__(self, near: Path) -> None:

@@ -200,7 +200,7 @@ class PiiConfig:
     extension is also a top-level domain (`main.py`), when it is cut out of a longer word (`index.ht` from
     `index.html`, `jane.do` from `jane.doe@...`) or when it is the domain of an e-mail address; a phone hit is
     dropped when it has fewer than `phone_min_digits` digits in close succession or is glued to an identifier
-    prefix (`ORD-342246`, `#5551234`). Hits are also judged where they stand (`gate.pii.context`, issue 29): a
+    prefix (`ORD-342246`, `#5551234`). Hits are also judged where they stand (`gate.pii.context`): a
     place only where it locates a person, no phone number in arithmetic, no e-mail without a mailbox on a public
     suffix (`popper.js@1.16.1`), no URL on a host reserved for examples or a bare dotted name in code, no PERSON
     for the title-case dictionary-word label of a code output.

@@ -1,6 +1,6 @@
 """Post-filters that read a hit's surroundings: whether a match is personal data where it stands, not its shape.
 
-Why: on real instruction data (GSM8K, Code Alpaca, GPTeacher; issue 29) most PII findings were values that have
+Why: on real instruction data (GSM8K, Code Alpaca, GPTeacher) most PII findings were values that have
 the shape of an entity but, where they stand, identify nobody:
 
 * a place is personal data where it locates a person (an address, "I live in", "flew to", "moved to", "based

@@ -614,7 +614,7 @@ def recall_spans_texts(texts: Sequence[str], config: PiiConfig | None = None) ->
     Why only the model: a snippet's context goes through the allowlist of `gate.pii.redact.mask_context`, which
     shape-masks every token that is not a common word, so each pattern entity (digits, e-mails, URLs, keys,
     postcodes, dates, addresses) is masked there already; the presidio pattern recognisers this scan also ran
-    before the allowlist (issue 30) added only a typed label, at a cost. What the allowlist lets through is a
+    before the allowlist added only a typed label, at a cost. What the allowlist lets through is a
     name made only of common words ("Will White"), which the model still tags. When NER is off (`use_ner:
     false`) or its model is not installed, nothing is loaded and every list is empty. All texts go through one
     `nlp.pipe`.

@@ -13,7 +13,7 @@ every given name, surname and place name of offline gazetteers; its header names
 punctuation. Every other token is shape-masked, spaCy-style: "Naomi" becomes "Xxxxx", "naomi" "xxxx", "Höfn"
 "Xxxx", "19" "dd" (runs of one shape capped at four, so a shape does not even tell a long value's length). A
 name, place or number the recognisers missed (lower case, non-English, unusual) is never shown, whatever its
-case or spelling (issue 30 item 2); only the shape of a word tells that something was there. E-mail, URL and
+case or spelling; only the shape of a word tells that something was there. E-mail, URL and
 domain shapes and long opaque tokens keep the one-character hints of `redact_value`. With NER on, the `pii` and
 `secret` checks add the spans the NER model tags (`gate.pii.presidio_engine.recall_spans_texts`), each a typed
 placeholder (<PERSON>) rather than a shape: what the allowlist shows is a name made only of common words ("Will
@@ -326,7 +326,7 @@ def _word_end(text: str, i: int) -> int:
     return j if j == len(text) or text[j].isspace() else i
 
 
-# --------------------------------------------------------------------------------- identifiers (issue 27 items 9-10)
+# --------------------------------------------------------------------------------- identifiers
 
 #: Shapes an identifier must not show: an e-mail, a phone or card number (9+ digits, or 7+ with separators), an
 #: IBAN, an IPv4 address, an opaque token (20+ key characters without a separator, with letters and digits, not

@@ -12,7 +12,7 @@ Why both:
   Hugging Face and Anthropic tokens, unquoted `api_key: ...` and "my password is hunter2". Our patterns cover
   those, run on the whole text (so a private-key block spanning lines is one hit).
 
-Toy values are not secrets (issue 29, Code Alpaca): a value that restates its slot's name (`'mypassword'`,
+Toy values are not secrets (Code Alpaca): a value that restates its slot's name (`'mypassword'`,
 `password == 'password'`), carries a slot word (`'your_api_key_here'`) or is a code expression, and in an
 assignment a one-case word with digits under `TOY_BITS` bits (`'qwerty'`, `"admin123"`). Key formats and
 high-entropy tokens are never judged so; a password told in prose ("my password is hunter2") still is one.
@@ -114,7 +114,7 @@ def _is_toy(value: str) -> bool:
     "your_secret_key", "password123"), or has a slot word ("your_api_key_here", "sample-token"), or is a code
     expression rather than a literal ("login()", "os.getenv(...)"), or is only keyboard and counting runs
     ("abcdef123"). Real keys and chosen passwords have none of
-    these; toy values in tutorials and code answers have them all the time (issue 29: Code Alpaca)."""
+    these; toy values in tutorials and code answers have them all the time (Code Alpaca)."""
     v = value.strip("\"'`.,;:")
     if "(" in v or v.endswith(")"):
         return True

@@ -65,7 +65,7 @@ def to_json(run: CheckRun, max_findings: int | None = None) -> dict[str, Any]:
 
 
 def incremental_line(run: CheckRun) -> str:
-    """Which mode ran, for a `--base` run (issue 18 item 9): a reader must know the verdict is on the new rows only."""
+    """Which mode ran, for a `--base` run: a reader must know the verdict is on the new rows only."""
     o = run.options
     if not o.get("base_commit"):
         return ""

@@ -3,7 +3,7 @@
 Why: a pull request controls its file names, split names, row ids, contract field names and contract name. Each
 of these reaches report.md/json, junit.xml, the GitHub step summary and annotations, the terminal, the DuckDB
 record (and so the service API, the dashboard and the HTML pages). Escaping them in each renderer misses one
-sooner or later (issue 27 items 9 and 10: a split file named `train\\n::add-mask::...` printed workflow commands;
+sooner or later (a split file named `train\\n::add-mask::...` printed workflow commands;
 a row id `jane.roe.leak@example.org` was stored raw). So the use case (gate.data.usecase) passes the run through
 `sanitize_run` once, after the verdict and before anything is written or printed, and every renderer reads the
 sanitized run: every identifier and message goes through `gate.pii.redact.mask_ident` (one line, personal data

@@ -35,7 +35,7 @@ def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> N
     for r in run.results:  # a check that ran with less than asked (pii without its NER model): one line each
         for line in r.details.get("warnings", []):
             print(f"warning: {r.name}: {mask_ident(line)}", file=sys.stderr)
-    # the run id with the verdict, quiet or not: `gate release create --data-check RUN` needs it (issue 18 item 10)
+    # the run id with the verdict, quiet or not: `gate release create --data-check RUN` needs it
     recorded = "" if "db" in run.options else " (not recorded)"
     if run.options.get("base_commit"):  # `--base`: say the verdict is on the new rows only
         recorded += f"; incremental against {str(run.options['base_commit'])[:12]}: " \

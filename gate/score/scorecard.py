@@ -151,7 +151,7 @@ def load_scorecard(path: str | Path, load_suites: bool = True, strict: bool = Fa
 
 
 def _gold_warnings(suites: list[Suite], specs: list[ScorerSpec], strict: bool) -> list[str]:
-    """Gold tool calls checked against the tool schemas the scorer validates answers with (issue 16 item 4)."""
+    """Gold tool calls checked against the tool schemas the scorer validates answers with."""
     out: list[str] = []
     for spec in specs:
         if spec.type != "tool_execution" or not spec.options.get("tools"):

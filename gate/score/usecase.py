@@ -113,7 +113,7 @@ def run_prepared(plan: ScorePlan, *, progress: Any = None) -> Scored:
     if not outcome.complete:
         return Scored(plan, outcome, None)
     scored = Scored(plan, outcome, write_reports(outcome, plan.out))
-    if plan.scorecard.gates:  # the release decision is the last step (issue 7): PROMOTE 0 / BLOCK 100, or the target
+    if plan.scorecard.gates:  # the release decision is the last step: PROMOTE 0 / BLOCK 100, or the target
         from gate.decide.usecase import decide_after_score
 
         # an adapter scored alone (--adapter, or a name the server lists as a LoRA module of a base model) is a

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from gate.contract.model import Contract
+from gate.io.lru import LRU
 from gate.template.audit import Auditor, RowAudit
 from gate.template.options import TemplateOptions
 
-_AUDITORS: dict[tuple[Any, ...], Auditor] = {}
+#: the auditors of the contracts this process checks with, the most recent few (bounded: a service worker lives long)
+_AUDITORS: LRU[Auditor] = LRU(8)
 
 
 def auditor_for(contract: Contract) -> Auditor:
@@ -25,16 +27,15 @@ def auditor_for(contract: Contract) -> Auditor:
     assert contract.tokenizer is not None
     opts = TemplateOptions.from_mapping(contract.options("template"))
     key = (contract.tokenizer, opts.key(), contract.sha256)
-    a = _AUDITORS.get(key)
-    if a is None:
-        a = _AUDITORS[key] = Auditor(load_chat_tokenizer(contract.tokenizer), opts, contract)
-    return a
+    tok = contract.tokenizer
+    return _AUDITORS.get_or_build(key, lambda: Auditor(load_chat_tokenizer(tok), opts, contract))
 
 
 def audit_batch(batch: Any, contract: Contract) -> list[RowAudit]:
     """The audit of `batch.rows`, computed once for all the checks that ask about the same batch."""
     a = auditor_for(contract)
-    key = f"template.audit:{id(a)}"  # the auditor lives as long as the process (_AUDITORS): its id is stable
+    # keyed by what the audit depends on, not the auditor's id: an evicted auditor's id can be reused
+    key = ("template.audit", contract.tokenizer, a.opts.key(), contract.sha256)
     res = batch.cache.get(key)
     if res is None:
         res = batch.cache[key] = a.audit(batch.rows)

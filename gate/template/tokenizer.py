@@ -25,19 +25,17 @@ import orjson
 
 from gate.contract.model import TokenizerRef
 from gate.errors import GateError
+from gate.io.lru import LRU
 from gate.template.options import KEEP_THINKING_SWITCHES
 
-_CACHE: dict[tuple[str, str | None], ChatTokenizer] = {}
+#: tokenizers loaded in this process, the most recent few (a long-lived service worker sees many)
+_CACHE: LRU[ChatTokenizer] = LRU(4)
 _GENERATION_RE = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
 
 def load_chat_tokenizer(ref: TokenizerRef) -> ChatTokenizer:
     """The tokenizer for `ref`, loaded at most once per process (forked workers inherit the parent's)."""
-    key = (ref.path, ref.revision)
-    tok = _CACHE.get(key)
-    if tok is None:
-        tok = _CACHE[key] = ChatTokenizer(ref, _load_hf(ref))
-    return tok
+    return _CACHE.get_or_build((ref.path, ref.revision), lambda: ChatTokenizer(ref, _load_hf(ref)))
 
 
 def _load_hf(ref: TokenizerRef) -> Any:

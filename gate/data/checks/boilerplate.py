@@ -8,7 +8,7 @@ by boilerplate beyond `max_row_share` is a finding, which quotes (masked) its lo
 lists the share per split and source slice and the most repeated segments (as hashes and redacted snippets).
 Structured (JSON) answers are skipped: they repeat by design. Code is not boilerplate: fenced blocks, inline
 code and code-shaped lines (`gate.pii.code`) are left out before lines are counted, since every C++ answer
-repeats `#include <iostream>` and `int main()` (issue 29: Code Alpaca rows were flagged for their headers).
+repeats `#include <iostream>` and `int main()` (Code Alpaca rows were flagged for their headers).
 """
 
 from __future__ import annotations

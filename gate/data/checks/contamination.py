@@ -16,7 +16,7 @@ splits (default: test). A training row is contaminated by an item when
 N-grams that occur in many training rows are no evidence: one in more than `common_ngram_rows` (20) rows, or
 `common_ngram_share` (0.1 %) of them when that is more, is text the rows share (a system prompt, a tool
 description, an instruction) and is ignored for both the shared-n-gram and the containment evidence, as
-decontamination practice drops frequent n-grams (issue 29: 6,934 Toolformer rows were flagged through the tool
+decontamination practice drops frequent n-grams (6,934 Toolformer rows were flagged through the tool
 description they share with the evaluation items). Many copies of one item are still near copies (MinHash) and
 duplicates.
 
@@ -27,7 +27,7 @@ answers would make every row look alike. A near copy of a test-split row is left
 Every finding says which evidence matched and in which turns of the training row (the prompt: user, system and tool
 turns; the answer: assistant turns), and its score grows with the evidence (the share of the item's informative
 n-grams the row holds, of a short prompt contained, the Jaccard, the cosine), so one 13-gram of worked-answer
-boilerplate no longer reads like a verbatim copy (issue 32 item 4). A row matched only through its answer turns is
+boilerplate no longer reads like a verbatim copy. A row matched only through its answer turns is
 rule `contamination.answer_only`, an error, a warning or not reported by `answer_only`. The report names every
 contaminated evaluation item.
 """

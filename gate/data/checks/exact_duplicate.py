@@ -101,7 +101,7 @@ class ExactDuplicateCheck(Check):
     def incremental_result(self, view: IncrementalView) -> CheckResult:
         """The copies of a changed row's text (its split's), counted over the whole dataset as a full check
         counts the clusters that hold a changed row: texts with a duplicate, not every changed row's text
-        (issue 18 item 9: "1 duplicate row(s) in 20 cluster(s)" where the full check said one)."""
+        ("1 duplicate row(s) in 20 cluster(s)" where the full check said one)."""
         hot = {(s, view.text_of[(s, ln)]) for s, ln in view.changed if (s, ln) in view.text_of}
         self.findings = [f for f in self.findings if (f.split, view.text_of.get((f.split, f.row or 0))) in hot]
         dup_texts = {(f.split, view.text_of.get((f.split, f.row or 0))) for f in self.findings}

@@ -172,7 +172,7 @@ class NearDuplicateCheck(_ClusterCheck):
             self.hops_max = max(self.hops_max, d.hops)
             self.findings.append(Finding(
                 "near_duplicate", cl.splits[s], line, "messages", "near_duplicate", "error",
-                # the rows verified pairs join: LSH may miss every pair of a member (issue 32 item 5: 79 of 80
+                # the rows verified pairs join: LSH may miss every pair of a member (79 of 80
                 # on GPTeacher at 0.7), so the size is a lower bound and says so
                 f"near duplicate of {partner}, Jaccard {d.jaccard:.2f}; cluster {cluster_id} of at least {c.size} "
                 f"row(s) (joined by verified pairs), kept row {kept_line}"

@@ -162,7 +162,7 @@ class PiiCheck(_DetectorCheck):
         out = {**super().details(), "engine": engine_info(self._scanner.pii_config)}
         cfg = self._scanner.pii_config
         if cfg is not None and cfg.use_ner and cfg.ner_entities and not out["engine"]["ner"]:
-            # without this, names and places go unchecked while report.json says use_ner (issue 18 item 3)
+            # without this, names and places go unchecked while report.json says use_ner
             from gate import install_hint
 
             out["warnings"] = [f"NER requested (use_ner: true) but the spaCy model {cfg.ner_model} is not "
