@@ -15,16 +15,9 @@ import pytest
 import yaml
 
 from gate.errors import GateError, InputError
-from gate.release.watch import (
-    JsonlSource,
-    evaluate_prometheus,
-    evaluate_triggers,
-    histogram_quantile,
-    parse_prometheus,
-    parse_selector,
-    read_metrics,
-    select_release,
-)
+from gate.release.metrics_jsonl import JsonlSource, read_metrics, select_release
+from gate.release.metrics_prometheus import evaluate_prometheus, histogram_quantile, parse_prometheus, parse_selector
+from gate.release.watch import evaluate_triggers
 from tests.conftest import ROOT, gate_inprocess, write_jsonl
 from tests.test_decide_gates import GATES, make_scorecard
 

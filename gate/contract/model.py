@@ -248,7 +248,7 @@ def _check_references(data: dict[str, Any], declared: set[str], fail: Any) -> No
     pii_problem = contract_problem(data.get("checks") or {})
     if pii_problem:  # an entity name the scan cannot look for (a typo, ORGANIZATION under ner_entities)
         raise fail(*pii_problem)
-    from gate.data.scrub_rules import operator_key_problem
+    from gate.data.operator_keys import operator_key_problem
 
     for key in ((data.get("scrub") or {}).get("operators") or {}):
         problem = operator_key_problem(key)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from gate.contract import Contract
 from gate.data.base import Check, RunContext
+from gate.data.checks_index import CHECKS
 from gate.errors import GateError
-from gate.plugins import Registry
 
-#: name -> check class, in run order; iterating reads declarations only, `CHECKS[name]` imports the class
-CHECKS: Registry = Registry("check")
+__all__ = ["CHECKS", "available", "instantiate", "plan", "resolve"]
 
 
 def available() -> list[str]:

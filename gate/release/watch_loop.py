@@ -16,17 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
-from gate.release.watch import (
-    JsonlSource,
-    PrometheusSource,
-    Sample,
-    evaluate_prometheus,
-    evaluate_triggers,
-    is_url,
-    parse_selector,
-    select_release,
-    window_seconds,
-)
+from gate.release.metrics_jsonl import JsonlSource, select_release
+from gate.release.metrics_prometheus import PrometheusSource, evaluate_prometheus, is_url, parse_selector
+from gate.release.watch import Sample, evaluate_triggers, window_seconds
 
 
 @dataclass

@@ -19,7 +19,7 @@ from gate.errors import InputError
 from gate.io.dataset import SplitStats, discover, iter_chunks
 from gate.io.rows import parse_chunk
 from gate.probe.batch import read_rows
-from gate.release.watch import read_metrics
+from gate.release.metrics_jsonl import read_metrics
 from gate.score.scorecard import load_suite
 from gate.serve.parity import read_prompts
 

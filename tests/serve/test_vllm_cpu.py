@@ -106,7 +106,7 @@ def test_gate_watch_reads_the_real_servers_prometheus_metrics(server, tmp_path):
     latency histogram gives a p95 over exactly the requests sent, and a threshold below it fires ROLLBACK."""
     import httpx
 
-    from gate.release.watch import PrometheusSource, evaluate_prometheus
+    from gate.release.metrics_prometheus import PrometheusSource, evaluate_prometheus
     from tests.conftest import run_gate
     from tests.test_decide_gates import GATES, make_scorecard
 

@@ -18,7 +18,6 @@ def test_lru_keeps_the_most_recent_and_rebuilds_the_evicted():
 
 def test_auditors_stay_bounded_over_many_contracts(tool_contract):
     from gate.template import batch
-
     from tests.template.conftest import ref
 
     batch._AUDITORS.clear()
