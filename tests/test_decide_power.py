@@ -100,6 +100,9 @@ def test_decision_states_power_for_every_paired_gate_and_warns_on_a_tight_margin
     assert power.mcnemar_power(N, 0.30, sup["mde"], 0.05) == pytest.approx(0.8, abs=0.002)
     ni = rows["fmt-no-regression"]["power"]
     assert ni["power_identical"] < 0.5 and ni["n_identical"] > 600
+    # the n the warning names is the planning command's for the observed discordance
+    assert ni["n_identical"] == power.items_needed(rule="non_inferiority", test="paired_bootstrap", alpha=0.05,
+                                                   power=0.8, effect=0.0, margin=0.05, disc=ni["se"] ** 2 * N)
     assert rows["fmt-floor"]["power"] is None  # absolute gates have no paired power
     tight = [w for w in data["warnings"] if "too tight" in w]
     assert len(tight) == 1 and tight[0].startswith("gate fmt-no-regression: margin 0.05 is too tight for 200 pairs")

@@ -279,7 +279,13 @@ def gate_power(*, rule: str, test: str, n: int, alpha: float, margin: float, imp
     out["power_observed"] = normal_power(n, sd, improvement, alpha, m, lattice=lattice)
     if rule == "non_inferiority":
         out["power_identical"] = normal_power(n, sd, 0.0, alpha, m, lattice=lattice)
-        out["n_identical"] = math.ceil((z * sd / m) ** 2) if m > 0 else None
+        if m <= 0:
+            out["n_identical"] = None
+        elif lattice:  # the same answer `gate scorecard power` gives for this discordance (sd^2 at no change)
+            out["n_identical"] = items_needed(rule=rule, test=test, alpha=alpha, power=target, effect=0.0,
+                                              margin=m, disc=sd * sd)
+        else:
+            out["n_identical"] = math.ceil((z * sd / m) ** 2)
     return out
 
 
