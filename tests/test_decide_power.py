@@ -152,6 +152,10 @@ def test_scorecard_power_reads_each_gates_alpha_margin_and_scope(tmp_path: Path)
     assert sup["items"] == power.items_needed(rule="superiority", test="mcnemar", alpha=0.01, power=0.8,
                                               effect=0.05, disc=0.47)
     assert ni["margin"] == 0.05 and ni["effect"] == 0.0 and ni["items_in_scope"] == N // 2 and ni["n"] == N // 2
+    # two paired gates share Holm: at worst a gate is judged at alpha / 2, which needs more items
+    assert ni["items_holm_worst"] == power.items_needed(rule="non_inferiority", test="paired_bootstrap",
+                                                        alpha=0.025, power=0.8, effect=0.0, margin=0.05, disc=0.48)
+    assert ni["items_holm_worst"] > ni["items"]
 
 
 @pytest.mark.parametrize(("args", "code", "line"), [

@@ -77,8 +77,15 @@ def run_scorecard_power(*, scorecard: str | None, baseline: float, effect: float
                 p = plan(rule=g["rule"], baseline=baseline, effect=eff, alpha=a, power=power, margin=mg,
                          correlation=corr, disc=discordance, test=g.get("test"), n=n or in_scope or None)
                 note = "" if n else f" (the scorecard has {in_scope} items in scope)"
+                # Holm tests the paired gates together: the gate with the smallest p is judged at alpha / m
+                holm = plan(rule=g["rule"], baseline=baseline, effect=eff, alpha=a / len(paired), power=power,
+                            margin=mg, correlation=corr, disc=discordance, test=g.get("test")).items \
+                    if len(paired) > 1 else p.items
+                if len(paired) > 1:
+                    note += f"; {holm if holm is not None else 'no n'} if Holm judges it at alpha/{len(paired)}"
                 lines.append(_line(f"{g['name']}: ", p, baseline, corr, note))
-                plans.append({"gate": g["name"], **p.to_json(), "items_in_scope": in_scope})
+                plans.append({"gate": g["name"], **p.to_json(), "items_in_scope": in_scope,
+                              "items_holm_worst": holm, "paired_gates": len(paired)})
     except PowerInputError as exc:
         raise GateError(str(exc)) from None
     if as_json:
