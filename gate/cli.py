@@ -816,6 +816,37 @@ def scorecard_lint(
     from gate.commands.score import run_scorecard_lint
 
     raise typer.Exit(run_scorecard_lint(path=str(scorecard), quiet=quiet))
+
+
+@scorecard_app.command("power", epilog=_exits("the plan is printed"))
+def scorecard_power(
+    baseline: Annotated[float, typer.Option("--baseline", help="The baseline's rate on the metric (0..1).")],
+    effect: Annotated[float | None, typer.Option("--effect", help="True change a superiority gate must detect "
+                                                                  "(+0.05: five points).")] = None,
+    margin: Annotated[float | None, typer.Option("--margin", help="Non-inferiority margin (plans a non_inferiority "
+                                                                  "gate; with -s, replaces the gates' own).")] = None,
+    power: Annotated[float, typer.Option("--power", help="Power wanted.")] = 0.8,
+    alpha: Annotated[float | None, typer.Option("--alpha", help="One-sided alpha [default: the gate's, else "
+                                                                "0.05].")] = None,
+    correlation: Annotated[float | None, typer.Option("--correlation", help="Item-level correlation of the two "
+                                                                            "models' 0/1 scores [default 0].")] = None,
+    discordance: Annotated[float | None, typer.Option("--discordance", help="Share of items the two models "
+                                                                            "disagree on (instead of "
+                                                                            "--correlation).")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Also the power at this many items [with -s default: "
+                                                      "the items in each gate's scope].")] = None,
+    scorecard: Annotated[Path | None, typer.Option("--scorecard", "-s", help="Plan every paired gate of this "
+                                                                             "scorecard (its alpha, margin, "
+                                                                             "test).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The plans as JSON.")] = False,
+) -> None:
+    """Items needed for a paired gate to reach the power wanted, from the statistics the gates use (exact McNemar
+    for superiority on 0/1 scores, the paired-bootstrap bound for non-inferiority)."""
+    from gate.commands.power import run_scorecard_power
+
+    raise typer.Exit(run_scorecard_power(scorecard=str(scorecard) if scorecard else None, baseline=baseline,
+                                         effect=effect, margin=margin, power=power, alpha=alpha,
+                                         correlation=correlation, discordance=discordance, n=n, as_json=as_json))
 # ---- end: schema and contract authoring ----
 
 def _shown(message: str) -> str:

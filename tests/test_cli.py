@@ -165,6 +165,7 @@ COMMAND_EXITS = {
     "release show": {0}, "promote": {0, 100}, "rollback": {0}, "watch": {0, 100}, "serve": {0},
     "token create": {0}, "token revoke": {0}, "token list": {0}, "report-html": {0}, "dashboard": {0},
     "index build": {0}, "schema": {0}, "contract init": {0}, "contract lint": {0}, "scorecard lint": {0},
+    "scorecard power": {0},
     "parity": {0, 100},
 }
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gate.decide import stats
+from gate.decide import power, stats
 from gate.decide.align import Aligned
 from gate.decide.gates import Context, apply_holm, evaluate_gate
 from gate.errors import ExitCode, GateError
@@ -185,6 +185,8 @@ def decide(scorecard: Any, aligned: Aligned, *, mode: str = "compare", seed: int
     for r in rows:
         if r["verdict"] == "skip":
             warnings.append(f"gate {r['gate']} skipped: {r['detail']}")
+        elif (tight := power.margin_warning(r)) is not None:
+            warnings.append(tight)
     floors: dict[str, float] = {}
     if mode == "aa":
         for r in rows:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from gate.decide import stats
+from gate.decide import power, stats
 from gate.decide.align import Aligned
 
 OPS_AGGREGATES = ("p50", "p95", "p99", "max", "min")
@@ -61,7 +61,7 @@ def _base_row(g: dict[str, Any]) -> dict[str, Any]:
             "direction": g.get("direction", "higher_is_better"), "alpha": float(g.get("alpha", 0.05)),
             "margin": g.get("margin"), "threshold": g.get("threshold"), "baseline": None, "candidate": None,
             "observed": None, "ci_low": None, "ci_high": None, "p_value": None, "p_holm": None, "n": 0,
-            "verdict": "skip", "severity": g.get("severity", "block"), "detail": ""}
+            "verdict": "skip", "severity": g.get("severity", "block"), "detail": "", "power": None}
 
 
 def _scope(g: dict[str, Any], a: Aligned) -> np.ndarray:
@@ -145,8 +145,10 @@ def _paired(g: dict[str, Any], row: dict[str, Any], ctx: Context, mask: np.ndarr
         b, c = stats.discordant(sign * base + (1 - sign) / 2, sign * cand + (1 - sign) / 2)
         p = stats.mcnemar_exact(b, c, "greater")
         row["detail"] += f"discordant pairs: {b} lost, {c} won; "
+        se = None
     elif test == "paired_t":
         p = stats.paired_t(sign * (cand - base), shift=margin)
+        se = float(np.std(cand - base, ddof=1) / np.sqrt(n)) if n > 1 else None
     else:
         test = "paired_bootstrap"
         # Monte Carlo p-value (count + 1) / (B + 1): never exactly 0 from a finite number of resamples. H0 is
@@ -156,10 +158,16 @@ def _paired(g: dict[str, Any], row: dict[str, Any], ctx: Context, mask: np.ndarr
         bound = 0.0 if g["rule"] == "superiority" else -margin
         beyond = np.sum(imp <= bound + _TIE * max(1.0, abs(bound), float(np.nanmax(np.abs(imp), initial=0.0))))
         p = float((beyond + 1) / (len(imp) + 1))
+        se = float(boot.se()[0])
     if clusters is not None and test == "paired_bootstrap":
         row["detail"] += f"cluster bootstrap over {boot.n_clusters} clusters; "
     row["test"] = test
     row["p_value"] = float(p)
+    # what this gate could see at its n: the minimum detectable change at 80% power and the power at the observed
+    # change, from the gate's own test (issue 31 item 14)
+    row["power"] = power.gate_power(
+        rule=g["rule"], test=test, n=n, alpha=alpha, margin=margin, improvement=sign * delta,
+        disc=float(np.mean(base != cand)) if test == "mcnemar" else None, se=se, binary=binary)
     what = "improvement" if g["rule"] == "superiority" else f"no drop beyond {margin:g}"
     if g["rule"] == "non_inferiority" and margin == 0:
         row["detail"] += "margin 0 asks for a proven improvement (a tie fails); "

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.decide.decision import Decision
+from gate.decide.power import describe
 
 GATE_HEADER = ("gate", "rule", "observed", "interval", "p", "p (Holm)", "verdict")
 COMPARISONS_IN_MD = 60
@@ -73,6 +74,12 @@ def decision_md(d: Decision) -> str:
     details = [f"- **{g['gate']}**: {g['detail']}" for g in d.gates if g["detail"]]
     if details:
         lines += ["", "## Gate details", "", *details]
+    powers = [(g["gate"], text) for g in d.gates if (text := describe(g))]
+    if powers:
+        lines += ["", "## Power (what each paired gate could detect at its n)", "",
+                  "Minimum detectable change at 80% power and the power at the observed change, in the improving "
+                  "direction, at the gate's alpha before Holm (several tested gates lower it).", "",
+                  *[f"- **{name}**: {text}" for name, text in powers]]
     if d.warnings:
         lines += ["", "## Warnings", "", *[f"- {w}" for w in d.warnings]]
     if d.noise_floor:
@@ -114,6 +121,9 @@ def print_decision(d: Decision, console: Any) -> None:
         cells = gate_cells(g)
         table.add_row(*cells[:-1], f"[{styles.get(g['verdict'].upper(), '')}]{cells[-1]}[/]")
     console.print(table)
+    for g in d.gates:
+        if text := describe(g):
+            console.print(f"power: {g['gate']}: {text}", markup=False, soft_wrap=True)
     for w in d.warnings:
         console.print(f"warning: {w}", markup=False, soft_wrap=True)
     style = "bold green" if d.exit_code == 0 and d.verdict != "TARGET_NOT_MET" else "bold red"
