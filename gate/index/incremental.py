@@ -49,7 +49,7 @@ from gate.index.lines import (
     resolve_ref,
     start_diff,
 )
-from gate.io.dataset import SplitStats, discover
+from gate.io.dataset import SplitStats, discover, refuse_unmapped_splits
 
 PARALLEL_MIN_ROWS = 512  # below this, forking workers costs more than the checks
 _Rows = list[tuple[int, dict[str, Any]]]
@@ -196,6 +196,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     n_workers = workers or os.cpu_count() or 1
     config = neardup_config(contract)
     sources = discover(dataset)
+    refuse_unmapped_splits(dataset, sources, contract.split_kind)
     repo = repo_root(Path(dataset).resolve())
     commit = resolve_ref(repo, base)
     from gate.vcs import refuse_unseen
