@@ -196,12 +196,12 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     n_workers = workers or os.cpu_count() or 1
     config = neardup_config(contract)
     sources = discover(dataset)
-    refuse_unmapped_splits(dataset, sources, contract.split_kind)
     repo = repo_root(Path(dataset).resolve())
     commit = resolve_ref(repo, base)
     from gate.vcs import refuse_unseen
 
     refuse_unseen(repo, Path(dataset), base)  # a link out of the dataset, a submodule: changes no diff shows
+    refuse_unmapped_splits(dataset, sources, contract.split_kind)  # a file no rule maps is no split of its own
     refuse_index_from_change(repo, commit, Path(index_dir) if index_dir else store.default_dir(dataset), base)
     idx_dir, manifest, built_now = _open_index(dataset, contract, config, index_dir, n_workers, clock)
     splits, diff_paths = _diff(sources, repo, commit)
