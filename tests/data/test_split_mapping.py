@@ -13,6 +13,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import gate_inprocess, triage_row, write_jsonl
 
 CHECKS = "contamination,leakage,exact_duplicate"
@@ -76,16 +78,21 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path):
+@pytest.mark.parametrize("flag", ["--base", "--changed-since"])
+def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path, flag):
     repo = tmp_path / "repo"
     data = _dataset(repo)
     new = (data / "train_more.ndjson").read_bytes()
     (data / "train_more.ndjson").unlink()
-    _git(repo, "init", "-q")
-    _git(repo, "-c", "user.email=ci@example.org", "-c", "user.name=ci", "add", "-A")
-    _git(repo, "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm", "base")
+    ident = ("-c", "user.email=ci@example.org", "-c", "user.name=ci")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, *ident, "add", "-A")
+    _git(repo, *ident, "commit", "-qm", "base")
+    _git(repo, "checkout", "-q", "-b", "pr")
     (data / "train_more.ndjson").write_bytes(new)
-    base = ("--base", "HEAD", "--index", str(tmp_path / "idx"))
+    _git(repo, *ident, "add", "-A")
+    _git(repo, *ident, "commit", "-qm", "pr: a new data file")
+    base = (flag, "main", *(("--index", str(tmp_path / "idx")) if flag == "--base" else ()))
     res = _check(data, _contract(tmp_path), tmp_path / "r", *base)
     assert res.returncode == 1 and "train_more.ndjson" in res.stderr and "not a known split" in res.stderr, \
         res.stdout + res.stderr
