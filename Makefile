@@ -129,6 +129,8 @@ test:
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py
+	# the data door alone (README "Only the data door"): no torch, trainers, browser or dev tools
+	$(BIN)/python tools/lock.py --extras pii,ner,hf --out requirements-data.lock
 
 # pip-audit over the lock, then tools/audit.py: any finding fails; packages pip-audit could not look up (its
 # per-version PyPI API or api.osv.dev unreachable) are checked against /pypi/<name>/json and, with

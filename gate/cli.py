@@ -782,8 +782,9 @@ def contract_init(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Run the contract check with the result "
                                                                       "on the dataset.")] = True,
 ) -> None:
-    """Infer a first contract from a dataset: fields, types, allowed sets, roles, languages, lengths, tools and
-    the group key, each with a comment."""
+    """Infer a first contract from a dataset: fields, types, allowed sets, roles, languages (from a `language`
+    column), lengths, tools and the group key, from the majority of rows (outliers under 1% stay findings), each
+    with a comment saying from how many rows."""
     from gate.commands.contract import run_contract_init
 
     raise typer.Exit(run_contract_init(dataset=str(dataset), out=str(out) if out else None, name=name, force=force,

@@ -328,6 +328,25 @@ def test_annotations_use_paths_relative_to_the_repository_root(tmp_path, monkeyp
     assert f"::error file={outside},line=2," in out
 
 
+def test_ndjson_annotations_carry_lines_and_the_comment_names_the_dataset_relative(tmp_path, monkeypatch):
+    """Issue 33 item 7: 0 of 35 annotations on a .ndjson file had line=; the PR comment showed the runner's absolute
+    dataset path."""
+    clone = tmp_path / "runner" / "work" / "datasets"
+    _git(tmp_path, "init", "-q", "-b", "main", str(clone))
+    rows = _rows(4)
+    rows[2]["language"] = "fr"
+    write_jsonl(clone / "data" / "sql" / "train.ndjson", rows)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    code, out = gate_inprocess("check", str(clone / "data" / "sql"), "-c", str(CONTRACTS / "triage.yaml"), "-o",
+                               str(tmp_path / "rep"), "--no-db", "--checks", "contract")
+    assert code == 100, out
+    assert "::error file=data/sql/train.ndjson,line=3,title=gate contract::language: language.allowed" in out
+    comment = (tmp_path / "rep" / "report.md").read_text()
+    assert "`data/sql` against contract" in comment and str(tmp_path) not in comment
+
+
 # ---- issue 18 item 5: the composite action and the one-step workflow ------------------------------------------
 
 ACTION = ROOT / "action.yml"

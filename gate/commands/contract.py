@@ -33,7 +33,8 @@ def run_contract_init(*, dataset: str, out: str | None, name: str | None, force:
             rules = Counter(f.rule for f in res.findings if f.severity == "error")
             summary = ("contract check on the dataset: PASS" if not rules else
                        f"contract check on the dataset: {sum(rules.values())} finding(s) no inferred rule can "
-                       f"accept ({', '.join(f'{r} x{k}' for r, k in rules.most_common(5))}): see `gate check`")
+                       f"accept ({', '.join(f'{r} x{k}' for r, k in rules.most_common(5))}): outliers under 1% of the "
+                       "rows are left as findings (the comments say which), see `gate check`")
     if out is None:
         sys.stdout.write(text)
     else:

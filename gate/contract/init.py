@@ -3,8 +3,10 @@
 A new user should not have to learn every key before their first `gate check`. Reading the data once gives what
 it already is: each metadata column's type, whether it is always present and unique, the allowed values of a
 small set, the roles and message counts of the chats, the shape of JSON answers, the tools called, the
-character lengths, and the columns that could group rows into splits. The result passes the contract check on
-the data it came from (the caller verifies that by loading and running it), so every later finding is a change.
+character lengths, and the columns that could group rows into splits. Rules follow the majority: a trait of
+fewer than OUTLIER_SHARE of the rows (2 empty answers in 24,844, a language seen twice) is an outlier, not a rule, so
+the contract does not bless a fault; those rows stay findings of the first check (the caller runs it and says how
+many), and the comment above each rule says what it was inferred from and how many rows it leaves out.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from gate.io.jsonkind import SCALAR_KINDS, json_kind
 
 #: a string column with at most this many distinct values (each seen at least twice on average) is an allowed set
 MAX_ALLOWED = 20
+#: a trait of fewer than this share of the rows is an outlier: no rule is inferred from it, its rows stay findings
+OUTLIER_SHARE = 0.01
 #: names that usually hold the entity whose rows must stay in one split
 GROUP_NAMES = ("customer", "customer_id", "user", "user_id", "account", "account_id", "conversation_id",
                "session_id", "thread_id", "author", "database", "db_id", "schema", "tenant")
@@ -107,6 +111,7 @@ class _Profile:
     first_system: int = 0
     last_role_assistant: int = 0
     finals: list[str] = field(default_factory=list)
+    empty_assistant: int = 0
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     called: set[str] = field(default_factory=set)
     row_chars: int = 0
@@ -129,11 +134,15 @@ class _Profile:
         msgs = row.get("messages") if isinstance(row.get("messages"), list) else []
         self.n_msgs.append(len(msgs))
         total = 0
+        empty = False
         for m in msgs:
             if not isinstance(m, dict):
                 continue
             self.roles[str(m.get("role"))] += 1
             content = m.get("content") if isinstance(m.get("content"), str) else ""
+            if m.get("role") == "assistant" and not content.strip() and not m.get("tool_calls") \
+                    and not isinstance(m.get("content"), list):
+                empty = True  # the contract check's messages.empty rule, counted per row
             total += len(content)
             self.msg_chars = max(self.msg_chars, len(content))
             for call in m.get("tool_calls") or []:
@@ -141,6 +150,7 @@ class _Profile:
                 if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                     self.called.add(fn["name"])
         self.row_chars = max(self.row_chars, total)
+        self.empty_assistant += empty
         if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
             self.first_system += 1
         if msgs and isinstance(msgs[-1], dict) and msgs[-1].get("role") == "assistant":
@@ -151,6 +161,11 @@ class _Profile:
             fn = t.get("function") if isinstance(t, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                 self.tools.setdefault(fn["name"], fn)
+
+
+def _outlier(count: int, n: int) -> bool:
+    """True when `count` of `n` rows is too few to make a rule of (see OUTLIER_SHARE)."""
+    return count < OUTLIER_SHARE * n
 
 
 def infer(dataset: str, name: str | None = None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
@@ -176,14 +191,21 @@ def infer(dataset: str, name: str | None = None) -> tuple[dict[str, Any], dict[s
     src = p.cols.get("source")
     if "source" in fields and src and len(src.values) <= MAX_ALLOWED and fields["source"]["type"] == "string":
         contract["sources"] = sorted(src.values)
-        why["sources"] = "every source seen; a new one is a finding (gate split groups by source too)"
+        why["sources"] = (f"every source seen in {src.present} of {p.n} rows; a new one is a finding (gate split "
+                          "groups by source too)")
     lang = p.cols.get("language")
-    if "language" in fields and lang and len(lang.values) <= MAX_ALLOWED and fields["language"]["type"] == "string":
-        contract["languages"] = sorted(lang.values)
-        why["languages"] = "the languages the `language` column names"
+    if "language" in fields and lang and fields["language"]["type"] == "string":
+        common = sorted(v for v, k in lang.values.items() if not _outlier(k, lang.present))
+        rare = {v: k for v, k in lang.values.items() if _outlier(k, lang.present)}
+        contract["languages"] = common or sorted(lang.values)
+        why["languages"] = (f"the languages the `language` column names in {lang.present} of {p.n} rows"
+                            + (f"; {len(rare)} rare value(s) in {sum(rare.values())} row(s) (each under "
+                               f"{OUTLIER_SHARE:.0%}) left out: those rows are findings, add them if they are "
+                               "legal" if common and rare else ""))
+    elif "language" not in p.cols:
+        notes.append("no `language` column: no `languages` (the contract's languages constrain that column)")
     if p.n_msgs and max(p.n_msgs) > 0:
-        contract["messages"] = _messages(p, notes)
-        why["messages"] = "roles, system prompt, message counts and final role as seen in every row"
+        contract["messages"], why["messages"] = _messages(p, notes)
     parsed: list[Any] = []
     for f in p.finals:
         try:
@@ -250,23 +272,42 @@ def _field_specs(p: _Profile, notes: list[str]) -> tuple[dict[str, Any], set[str
     return fields, allowed_cols
 
 
-def _messages(p: _Profile, notes: list[str]) -> dict[str, Any]:
-    """The `messages` rules every row already meets; roles gate does not know get a note (the check flags them)."""
+def _messages(p: _Profile, notes: list[str]) -> tuple[dict[str, Any], str]:
+    """(the `messages` rules the majority of rows meet, the comment saying from how many rows each came). A
+    minority under OUTLIER_SHARE (rows without the system prompt most have, rows ending on another role, empty
+    assistant answers) makes no rule: those rows are the first check's findings. Roles gate does not know get a
+    note (the check flags them)."""
     from gate.contract.meta import ROLES
 
+    n = p.n
     known = [r for r in ROLES["items"]["enum"] if p.roles[r]]
     messages: dict[str, Any] = {"roles": known}
-    messages["system_prompt"] = ("required" if p.first_system == p.n else "forbidden" if p.first_system == 0
-                                 else "optional")
+    without_system = n - p.first_system
+    messages["system_prompt"] = ("required" if _outlier(without_system, n) else
+                                 "forbidden" if _outlier(p.first_system, n) else "optional")
     messages["min_messages"] = max(1, min(p.n_msgs))
     messages["max_messages"] = max(p.n_msgs)
-    messages["final_role"] = "assistant" if p.last_role_assistant == p.n else "any"
-    if any(not f.strip() for f in p.finals):
+    other_final = n - p.last_role_assistant
+    messages["final_role"] = "assistant" if _outlier(other_final, n) else "any"
+    if p.empty_assistant and not _outlier(p.empty_assistant, n):
         messages["allow_empty_assistant"] = True
+    said = [f"from {n} rows: system prompt first in {p.first_system} ({messages['system_prompt']}), final role "
+            f"assistant in {p.last_role_assistant} ({messages['final_role']})"]
+    if p.empty_assistant:
+        said.append(f"an empty assistant answer in {p.empty_assistant} row(s) "
+                    + ("(allow_empty_assistant: true)" if messages.get("allow_empty_assistant") else
+                       f"(under {OUTLIER_SHARE:.0%}: not allowed, those rows are findings; set "
+                       "allow_empty_assistant: true if empty answers are legal)"))
+    left = [f"{k} row(s) {what}" for k, what, rule in
+            ((without_system, "without the system prompt", messages["system_prompt"] == "required"),
+             (p.first_system, "with a system prompt", messages["system_prompt"] == "forbidden"),
+             (other_final, "ending on another role", messages["final_role"] == "assistant")) if k and rule]
+    if left:
+        said.append(f"outliers left as findings: {', '.join(left)}")
     unknown = sorted(set(p.roles) - set(known))
     if unknown:
         notes.append(f"roles {unknown} are not chat roles gate knows: the contract check will flag them")
-    return messages
+    return messages, "; ".join(said)
 
 
 def _tools(p: _Profile) -> dict[str, Any]:

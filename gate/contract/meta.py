@@ -10,6 +10,8 @@ import copy
 import functools
 from typing import Any
 
+from gate.io.dataset import SPLIT_ORDER
+
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _OBJ = {"type": "object"}
 
@@ -79,6 +81,9 @@ CONTRACT_SCHEMA: dict[str, Any] = {
         "allow_extra_fields": {"type": "boolean"},
         "sources": _STR_LIST,
         "languages": _STR_LIST,
+        "splits": {"type": "object", "propertyNames": {"enum": list(SPLIT_ORDER)},
+                   "additionalProperties": {"type": "array", "items": {"type": "string", "minLength": 1},
+                                            "minItems": 1}},
         "messages": {
             "type": "object",
             "additionalProperties": False,

@@ -93,6 +93,27 @@ class Contract:
     check_options: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     evaluation_sets: tuple[str, ...] = ()
     tokenizer: TokenizerRef | None = None
+    split_globs: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    def split_kind(self, split: str) -> str | None:
+        """The known split (train, val, test, ...) a split name is: itself when known, else the first `splits`
+        rule whose glob matches it; None for a name nothing maps (the reader refuses such a file). A name the
+        contract's `checks.contamination` train_splits or eval_splits list is known as itself."""
+        from fnmatch import fnmatchcase
+
+        from gate.io.dataset import SPLIT_ORDER
+
+        named = self.options("contamination")
+        if split in SPLIT_ORDER or split in (*named.get("train_splits", ()), *named.get("eval_splits", ())):
+            return split
+        for kind, globs in self.split_globs.items():
+            if any(fnmatchcase(split, g) for g in globs):
+                return str(kind)
+        return None
+
+    def split_kinds(self, splits: Any) -> dict[str, str]:
+        """{split name: the known split it is} for the names given (an unmapped name is itself)."""
+        return {s: self.split_kind(s) or s for s in splits}
 
     def threshold(self, check: str) -> int:
         """How many error findings a check may have before it fails (0 unless the contract says otherwise)."""
@@ -163,6 +184,7 @@ def _load_contract(p: Path) -> Contract:
         check_options=_freeze(data.get("checks") or {}),
         evaluation_sets=evaluation_sets,
         tokenizer=_tokenizer(data, p, fail),
+        split_globs=MappingProxyType({k: tuple(v) for k, v in (data.get("splits") or {}).items()}),
     )
 
 

@@ -120,6 +120,7 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("thresholds", "max_findings"): Rule(WALK, {}),
     ("thresholds", "max_findings", "*"): Rule(MAX, 0),
     ("evaluation_sets",): Rule(REQUIRED, ()),
+    ("splits",): Rule(EXACT, None),  # moving a file from train to val takes it out of contamination's reach
     ("scrub",): Rule(NEUTRAL),  # read by `gate scrub` only, never by a check's verdict
     ("checks",): Rule(WALK, {}),
     ("checks", "*"): Rule(WALK, {}),

@@ -24,7 +24,7 @@ from gate.data.base import CheckResult, cpu_seconds, finish_all
 from gate.data.mapper import MapResult, init_worker, map_chunk, projection
 from gate.data.ray_engine import map_chunks
 from gate.data.registry import instantiate, plan, resolve
-from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks
+from gate.io.dataset import Chunk, SplitStats, discover, iter_chunks, refuse_unmapped_splits
 from gate.io.forking import fork_context
 
 SMALL_INPUT_BYTES = 8 << 20
@@ -84,6 +84,7 @@ def run_checks(dataset: str, contract: Contract, *, checks: list[str] | None = N
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     sources = discover(dataset)
+    refuse_unmapped_splits(dataset, sources, contract.split_kind)
     names = resolve(checks)
     planned = plan(contract, names)  # what runs: the same answer `gate contract lint` gives
     instances = instantiate(names, contract)  # one run: its peers and one shared context (no module state)

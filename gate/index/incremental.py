@@ -48,7 +48,7 @@ from gate.index.lines import (
     resolve_ref,
     start_diff,
 )
-from gate.io.dataset import SplitStats, discover
+from gate.io.dataset import SplitStats, discover, refuse_unmapped_splits
 from gate.io.forking import fork_context
 
 PARALLEL_MIN_ROWS = 512  # below this, forking workers costs more than the checks
@@ -202,6 +202,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
     from gate.vcs import refuse_unseen
 
     refuse_unseen(repo, Path(dataset), base)  # a link out of the dataset, a submodule: changes no diff shows
+    refuse_unmapped_splits(dataset, sources, contract.split_kind)  # a file no rule maps is no split of its own
     refuse_index_from_change(repo, commit, Path(index_dir) if index_dir else store.default_dir(dataset), base)
     idx_dir, manifest, built_now = _open_index(dataset, contract, config, index_dir, n_workers, clock)
     splits, diff_paths = _diff(sources, repo, commit)

@@ -201,6 +201,20 @@ def discover(path: str | Path) -> list[SplitSource]:
     return sorted(found.values(), key=lambda s: _split_sort_key(s.split))
 
 
+def refuse_unmapped_splits(dataset: str | Path, sources: list[SplitSource], kind_of: Any) -> None:
+    """A file of a dataset directory whose name is no known split (SPLIT_ORDER) and that no contract `splits` rule
+    maps (`kind_of(name)` is None) is refused in one line naming it: silently its own split, a copied evaluation item
+    in `train_more.ndjson` would escape `contamination`, which reads the train splits only. A single file is its own
+    dataset and is not refused."""
+    if Path(dataset).is_file():
+        return
+    for src in sources:
+        if kind_of(src.split) is None:
+            raise InputError(f"'{src.split}' is not a known split ({', '.join(SPLIT_ORDER)}) and no contract `splits` "
+                             f"rule maps it: add e.g. `splits: {{train: [\"{src.split}*\"]}}` (docs/contracts.md, "
+                             "Splits)", file=str(src.path))
+
+
 class _HashingReader(io.RawIOBase):
     """Hashes the stored bytes as they are read, so a fingerprint costs no second pass."""
 

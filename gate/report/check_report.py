@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,12 +75,53 @@ def incremental_line(run: CheckRun) -> str:
             f"{o.get('index_rows', 0):,} row(s)")
 
 
+#: per check, what to do when it fails: {scrub} is the `gate scrub` command line for this run, {split} `gate split`'s;
+#: the contract key to change and the section of docs/contracts.md (or docs/security.md) that explains it
+NEXT_STEPS: dict[str, str] = {
+    "contract": "fix the rows, or change the contract key the finding's rule names if they are legal "
+                "(docs/contracts.md, Keys); to drop such rows: `scrub.operators: {{RULE: drop_row}}` in the "
+                "contract, then {scrub}",
+    "exact_duplicate": "{scrub} drops the later copies and keeps the first (docs/contracts.md, `exact_duplicate`)",
+    "near_duplicate": "{scrub} drops the near copies by the keep rule; or change `checks.near_duplicate.threshold` / "
+                      "`keep` (docs/contracts.md, `near_duplicate`)",
+    "semantic_duplicate": "{scrub} drops the paraphrases; or change `checks.semantic_duplicate.threshold` "
+                          "(docs/contracts.md, `semantic_duplicate`)",
+    "leakage": "{scrub} drops the copies in the less protected split (`scrub.drop_leakage`); a file that is another "
+               "split than its name says needs a `splits` rule (docs/contracts.md, `leakage` and Splits)",
+    "contamination": "remove the training rows that contain the evaluation items named above, or "
+                     "`scrub.operators: {{contamination: drop_row}}` then {scrub}; which splits are read: "
+                     "`checks.contamination.train_splits` / `eval_splits` and `splits` (docs/contracts.md, "
+                     "`contamination`)",
+    "pii": "{scrub} masks or drops them by `scrub.operators`; a false positive: `checks.pii.entities` or "
+           "`thresholds` (docs/contracts.md, `pii`)",
+    "secret": "rotate the credential first (it is in the history), then {scrub} (docs/contracts.md, `secret`)",
+    "group_split": "{split} reassigns whole groups by `group_key` (docs/contracts.md, `group_split`)",
+    "length": "shorten or drop the rows, or raise `limits.max_row_chars` / `limits.max_message_chars` "
+              "(docs/contracts.md, `length`)",
+    "boilerplate": "rewrite the repeated answer lines, or change `checks.boilerplate` (docs/contracts.md, "
+                   "`boilerplate`)",
+    "template": "fix the rows or the chat template the finding names (docs/contracts.md, `template`)",
+    "contract_change": "the pull request loosens the contract: have its owners approve the change (docs/security.md, "
+                       "The verdict comes from the base)",
+}
+
+
+def next_steps(run: CheckRun) -> list[str]:
+    """One line per failing check saying what to do next (NEXT_STEPS), with this run's own scrub and split commands:
+    a report that says what was found but not what to do leaves a new user at the findings table."""
+    dataset, contract = (shlex.quote(repo_relative(p).rstrip("/")) for p in (run.dataset, run.contract.path))
+    commands = {"scrub": _code(f"gate scrub {dataset} -c {contract} -o {dataset}-scrubbed"),
+                "split": _code(f"gate split {dataset} -c {contract} -o {dataset}-split")}
+    return [f"`{r.name}`: " + NEXT_STEPS.get(r.name, "see docs/contracts.md, `{name}`").format(name=r.name, **commands)
+            for r in run.results if r.status == "fail"]
+
+
 def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
     verdict = "✅ PASS" if run.verdict == "pass" else "❌ FAIL"
     failed = [r.name for r in run.results if r.status == "fail"]
     lines = [f"## gate check: {verdict}", ""]
-    lines.append(f"{_code(run.dataset)} against contract **{_md(run.contract.name)}** v{_md(run.contract.version)} "
-                 f"({run.rows:,} rows in {len(run.splits)} split(s); "
+    lines.append(f"{_code(repo_relative(run.dataset))} against contract **{_md(run.contract.name)}** "
+                 f"v{_md(run.contract.version)} ({run.rows:,} rows in {len(run.splits)} split(s); "
                  f"fingerprint `{run.fingerprint[:12]}`, contract `{run.contract.sha256[:12]}`).")
     if failed:
         lines.append(f"Failed checks: {', '.join(f'`{n}`' for n in failed)}.")
@@ -104,6 +146,9 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
     notes += [(r.name, line) for r in run.results for line in r.details.get("report_lines", [])]
     if notes:
         lines += [""] + [f"- `{name}`: {_md(line)}" for name, line in notes]
+    steps = next_steps(run)
+    if steps:
+        lines += ["", "**Next steps**", ""] + [f"- {_md_keep_code(step)}" for step in steps]
     lines += ["", "| split | rows | file | sha256 |", "|---|---:|---|---|"]
     for s in run.splits:
         lines.append(f"| {_md(s.split)} | {s.rows:,} | {_code(Path(s.file).name)} | `{s.sha256[:12]}` |")
@@ -131,6 +176,11 @@ def _md(text: str) -> str:
             .replace("\r", " ").replace("\n", " "))
 
 
+def _md_keep_code(text: str) -> str:
+    """A line of ours with code spans, as one markdown list line: no HTML tag, no line break."""
+    return text.replace("<", "&lt;").replace(">", "&gt;").replace("\r", " ").replace("\n", " ")
+
+
 def _code(text: str) -> str:
     """Text as an inline code span in a table cell: a backtick in it cannot close the span early."""
     return "`" + text.replace("`", "'").replace("|", "\\|").replace("\r", " ").replace("\n", " ") + "`"
@@ -155,6 +205,19 @@ def to_junit(run: CheckRun, max_listed: int = 50) -> str:
         out.append("    </testcase>")
     out += ["  </testsuite>", "</testsuites>", ""]
     return "\n".join(out)
+
+
+def repo_relative(path: str, root: Path | None = None) -> str:
+    """`path` relative to the repository root (`root`, else the one holding it; see `_repo_root`) when inside it,
+    else as given: a PR comment and an annotation name `data/triage`, not the runner's absolute clone path."""
+    if root is None:
+        root = _repo_root(Path(path).resolve())
+    if root is not None:
+        try:
+            return Path(path).resolve().relative_to(root).as_posix()
+        except ValueError:
+            pass  # outside the repository: as given
+    return path
 
 
 def _repo_root(anchor: Path) -> Path | None:
@@ -184,17 +247,16 @@ def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
 
     `file` is relative to the repository root: GitHub attaches an annotation to the pull request's diff only then
     (an absolute path of the runner's clone shows in the log alone)."""
+    from gate.io.dataset import SPLIT_FORMATS
+
     lines = []
     split_file = {s.split: s.file for s in run.splits}
     root = _repo_root(Path(run.dataset).resolve()) if run.results else None
+    # a line number GitHub can point at: files read as plain JSON Lines (.jsonl, .ndjson, .json) and YAML
+    lined = (*(s for s, fmt in SPLIT_FORMATS.items() if fmt == "jsonl"), ".yaml", ".yml")
 
     def shown(file: str) -> str:
-        if root is not None:
-            try:
-                return Path(file).resolve().relative_to(root).as_posix()
-            except ValueError:
-                pass  # outside the repository: as given
-        return file
+        return repo_relative(file, root)
 
     for r in run.results:
         level = "error" if r.status == "fail" else "warning"
@@ -202,7 +264,7 @@ def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
             # a contract_change finding names the contract file (repository-relative) as its "split"
             file = split_file.get(f.split) or (f.split if r.name == "contract_change" else run.dataset)
             loc = f"file={_property(shown(file))}" + (
-                f",line={f.row}" if f.row is not None and file.endswith((".jsonl", ".json", ".yaml", ".yml"))
+                f",line={f.row}" if f.row is not None and file.endswith(lined)
                 else "")
             msg = f"{f.field}: {f.rule}: {f.message}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
             lines.append(f"::{level} {loc},title=gate {r.name}::{msg}")

@@ -37,6 +37,12 @@ CONTRACT: dict[str, dict[str, Any]] = {
     "sources": {"description": "The allowed values of the `source` field (needs a declared `source` field).",
                 "examples": [["email", "chat"]]},
     "languages": {"description": "Languages the text may be in (ISO 639-1 codes).", "examples": [["en"]]},
+    "splits": {"description": "Which known split (train, val, test, ...) a data file whose name is none of them is: "
+                          "file-name globs per split, matched against the name without its extension "
+                          "(`train_more` of train_more.ndjson). A file no rule maps is refused (see Splits below); "
+                          "a mapped file keeps its own name in reports, is read by contamination as the split it "
+                          "maps to, and its copies of rows in the original split are its findings.",
+               "examples": [{"train": ["train*"], "test": ["heldout*"]}]},
     "messages": {"description": "The chat: which roles, how many messages, how it ends."},
     "messages.roles": {"description": "Roles a message may have.",
                        "default": ["system", "user", "assistant", "tool"]},

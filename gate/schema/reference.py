@@ -80,9 +80,25 @@ def render() -> str:
            "`gate contract init DATASET -o contract.yaml`, check it with `gate contract lint contract.yaml`, and "
            "let your editor complete it: `gate schema contract -o contract.schema.json` and put "
            "`# yaml-language-server: $schema=contract.schema.json` on its first line.", "",
+           "`gate contract init` infers each rule from the majority of rows: a trait of fewer than 1% of them (2 "
+           "empty answers in 24,844, a stray value of the `language` column, a row without the system prompt "
+           "the others have) makes no rule, so the contract does not bless it and those rows are findings of the "
+           "first `gate check`; the comment above each key says from how many rows it was inferred and what it "
+           "left out. `languages` is inferred from a `language` column, the one it constrains.", "",
            "An unknown key, a wrong type or a missing value stops `gate check` with one line naming the file, "
            "the line and the key, and how to fix it.", "", "## Keys", "", HEADER]
     _walk(schema, "", False, out, skip=("checks", "thresholds"))
+    out += ["", "## Splits", "",
+            "A dataset directory is one file per split, named by the split: `train`, `training`, `val`, `valid`, "
+            "`validation`, `dev`, `test`, `eval` (with `.jsonl`, `.ndjson`, `.jsonl.gz`, `.jsonl.zst` or "
+            "`.parquet`). A file with any other name (`train_more.ndjson` added in a pull request) is never "
+            "silently a split of its own, where `contamination` (which reads the train splits) would not see it: "
+            "`gate check`, with or without `--base`/`--changed-since`, refuses it in one line naming the file, "
+            "until a `splits` rule maps it, e.g. `splits: {train: [\"train*\"]}`. A mapped file keeps its own name "
+            "in reports and row numbers; `contamination` reads it as the split it maps to, `leakage` protects it "
+            "as that split, and a copy of a row of the original split (`train.jsonl`) in the mapped file is the "
+            "mapped file's finding, never the original's. A name listed in `checks.contamination.train_splits` or "
+            "`eval_splits` is known as itself. A single file given as the dataset is not refused."]
     out += ["", "## Checks", "",
             "Every check runs unless `gate check --checks` names a subset, or the contract lacks what it needs (said "
             "under the check; `gate contract lint` says it for a given contract). Options go under "

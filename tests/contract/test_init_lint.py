@@ -1,6 +1,7 @@
 """`gate contract init` and `gate contract lint` (issue 18 item 13): a first contract inferred from the data passes
 `gate check` on that data; lint validates without data and lists what every check will use."""
 
+import json
 import random
 
 import pytest
@@ -184,3 +185,59 @@ def test_a_scorecard_in_evaluation_sets_says_sets_are_jsonl_suites(tmp_path):
     (line,) = res.stderr.strip().splitlines()
     assert line == (f"gate: error: {tmp_path / 'card.yaml'}:1: evaluation sets are JSONL suites (one JSON object per "
                     "line), found a scorecard (its suites: suites/s.jsonl): list the suite files in evaluation_sets")
+
+
+def _chat(i, answer, language="en", system=True):
+    msgs = [{"role": "user", "content": f"question number {i} about the parcel"},
+            {"role": "assistant", "content": answer}]
+    if system:
+        msgs.insert(0, {"role": "system", "content": "you answer support questions"})
+    return {"id": f"c-{i:05d}", "language": language, "messages": msgs}
+
+
+def test_init_infers_from_the_majority_and_leaves_outliers_as_findings(tmp_path):
+    """Issue 33 item 4: 2 empty answers in 400 rows (and 1 row in a stray language, 1 without the system prompt)
+    must not make the contract bless them; the comments say from how many rows each rule came."""
+    rows = [_chat(i, f"answer {i}", language="de" if i % 4 == 0 else "en") for i in range(400)]
+    rows[7]["messages"][-1]["content"] = ""
+    rows[9]["messages"][-1]["content"] = "   "
+    rows[11]["language"] = "xx"
+    rows[13] = _chat(13, "answer 13", system=False)
+    data = tmp_path / "d"
+    write_jsonl(data / "train.jsonl", rows)
+    out = tmp_path / "c.yaml"
+    res = _gate("contract", "init", data, "-o", out)
+    assert res.returncode == 0, res.stderr
+    c = yaml.safe_load(out.read_text())
+    assert "allow_empty_assistant" not in c["messages"]
+    assert c["messages"]["system_prompt"] == "required" and c["languages"] == ["de", "en"]
+    text = " ".join(line[2:] for line in out.read_text().splitlines() if line.startswith("# "))  # the comments
+    assert "an empty assistant answer in 2 row(s) (under 1%: not allowed" in text
+    assert "system prompt first in 399 (required)" in text and "1 row(s) without the system prompt" in text
+    assert "the `language` column names in 400 of 400 rows; 1 rare value(s) in 1 row(s)" in text
+    # the outliers are the first check's findings, and the verify line says so
+    assert "contract check on the dataset: 4 finding(s)" in res.stderr, res.stderr
+    res = _gate("check", data, "-c", out, "--no-db", "-o", tmp_path / "rep", "--checks", "contract", "-q")
+    assert res.returncode == 100
+    found = json.loads((tmp_path / "rep" / "report.json").read_text())["findings"]
+    assert sorted(f["row"] for f in found) == [8, 10, 12, 14]
+
+
+def test_init_allows_empty_answers_and_many_languages_when_they_are_common(tmp_path):
+    langs = [f"l{k}" for k in range(25)]  # more languages than an allowed set holds: still written
+    rows = [_chat(i, "" if i % 10 == 0 else f"answer {i}", language=langs[i % 25]) for i in range(200)]
+    contract, why, _ = infer(str(_written(tmp_path, rows)))
+    assert contract["messages"]["allow_empty_assistant"] is True and "(allow_empty_assistant: true)" in \
+        why["messages"]
+    assert contract["languages"] == sorted(langs)
+
+
+def test_init_without_a_language_column_says_why_no_languages(tmp_path):
+    contract, _, notes = infer(str(_written(tmp_path, [{k: v for k, v in _chat(i, "a").items() if k != "language"}
+                                                       for i in range(3)])))
+    assert "languages" not in contract and any("no `language` column" in n for n in notes)
+
+
+def _written(tmp_path, rows):
+    write_jsonl(tmp_path / "w" / "train.jsonl", rows)
+    return tmp_path / "w"

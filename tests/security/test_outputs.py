@@ -19,8 +19,10 @@ from tests.conftest import gate_inprocess, write_jsonl
 EVIL = "train\n::add-mask::hunter2\n::error file=README.md,line=1::pwn\nx"
 EMAIL_ID = "jane.roe.leak@example.org"
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+# the hostile split names are mapped (issue 33 item 5: an unmapped file name is refused before it reaches a report)
 CONTRACT = """name: sec
 version: 1
+splits: {train: ["train*"], val: ["val*"]}
 messages:
   roles: [user, assistant]
 fields:

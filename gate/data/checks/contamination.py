@@ -240,7 +240,7 @@ class ContaminationCheck(_ClusterCheck):
     def map(self, batch: Batch) -> Any:
         roles = set(self.contract.text_roles)
         tools = self.contract.include_tool_calls
-        is_eval = batch.split in set(self.opts["eval_splits"])
+        is_eval = (self.contract.split_kind(batch.split) or batch.split) in set(self.opts["eval_splits"])
         out = []
         for line, row in batch.rows:
             msgs = [m for m in row.get("messages") or [] if isinstance(m, dict)] \
@@ -329,7 +329,9 @@ class ContaminationCheck(_ClusterCheck):
     def finish(self) -> None:
         from gate.dedup import NearDupIndex
 
-        eval_splits = set(self.opts["eval_splits"])
+        # a file a contract `splits` rule maps (train_more -> train) is read as the split it is mapped to
+        kinds = self.contract.split_kinds(self._splits)
+        eval_splits = {s for s in self._splits if kinds[s] in set(self.opts["eval_splits"])}
         items: list[EvalItem] = list(self._items)
         split_item_pos: dict[int, int] = {}  # item index -> position in self._texts (for test-split items)
         for pos, (s, line) in enumerate(self._keys):
@@ -337,7 +339,8 @@ class ContaminationCheck(_ClusterCheck):
                 split_item_pos[len(items)] = pos
                 items.append(EvalItem(f"split:{self._splits[s]}", self._ids[pos] or f"row-{line}", self._texts[pos],
                                       self._prompts[pos]))
-        train_splits = set(self.opts["train_splits"]) & set(self._splits) or set(self._splits) - eval_splits
+        train_splits = ({s for s in self._splits if kinds[s] in set(self.opts["train_splits"])}
+                        or set(self._splits) - eval_splits)
         train_pos = [p for p, (s, _) in enumerate(self._keys) if self._splits[s] in train_splits]
         self.counts["scanned"] = len(train_pos)
         self.counts["evaluation_items"] = len(items)
@@ -453,7 +456,8 @@ class ContaminationCheck(_ClusterCheck):
 
     def result(self) -> CheckResult:
         res = super().result()
-        if not self._items and not any(self._splits[s] in set(self.opts["eval_splits"]) for s, _ in self._keys):
+        kinds = self.contract.split_kinds(self._splits)
+        if not self._items and not any(kinds[self._splits[s]] in set(self.opts["eval_splits"]) for s, _ in self._keys):
             res.status = "skipped"
             res.summary = "no evaluation sets in the contract and no evaluation split"
         else:

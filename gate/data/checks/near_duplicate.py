@@ -223,13 +223,18 @@ class LeakageCheck(_ClusterCheck):
         cl = self._clustering
         if cl is None:
             return
+        # protection by the split a file is (a contract `splits` rule maps test_extra to test)
+        kinds = self.contract.split_kinds(cl.splits)
+        protected = {s: PROTECTED.get(kinds[s], 1) for s in cl.splits}
         for c in cl.result.clusters:
             by_split: dict[int, list[int]] = {}
             for pos in c.members:
                 by_split.setdefault(cl.keys[pos][0], []).append(pos)
             if len(by_split) < 2:
                 continue
-            top = max(by_split, key=lambda s: (PROTECTED.get(cl.splits[s], 1), s))
+            # equally protected (train.jsonl and train_more.ndjson): the first split in reading order is the
+            # original, so the copies in a file added later are the findings, never the rows they copy
+            top = max(by_split, key=lambda s: (protected[cl.splits[s]], -s))
             anchor = by_split[top][0]
             for s, positions in by_split.items():
                 if s == top:
@@ -249,7 +254,7 @@ class LeakageCheck(_ClusterCheck):
             from gate.data.checks.semantic_duplicate import embedding_memo, semantic_leaks
 
             flagged = {(f.split, f.row) for f in self.findings}
-            for pos, anchor, cos in semantic_leaks(self.contract, self._texts, cl.keys, cl.splits, PROTECTED,
+            for pos, anchor, cos in semantic_leaks(self.contract, self._texts, cl.keys, cl.splits, protected,
                                                     memo=embedding_memo(self.context)):
                 (s, line), (a, a_line) = cl.keys[pos], cl.keys[anchor]
                 if (cl.splits[s], line) not in flagged:

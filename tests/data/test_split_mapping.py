@@ -1,0 +1,103 @@
+"""Issue 33 item 5: a data file whose name is no known split is never silently a split of its own.
+
+An evaluation item copied into `train_more.ndjson` passed `contamination` (it read only `train`/`training`) while the
+same row in `train.jsonl` failed, and copies of base rows in the new file were blamed on the old rows (scrub would
+have deleted the originals). Now an unmapped file is refused in one line naming it, a contract `splits` rule maps it
+(`splits: {train: ["train*"]}`), contamination reads the mapped train files, and leakage blames the new file's rows.
+The PR path (`--base`, an incremental check) refuses and maps the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import gate_inprocess, triage_row, write_jsonl
+
+CHECKS = "contamination,leakage,exact_duplicate"
+
+
+def _dataset(root: Path) -> Path:
+    """train.jsonl and test.jsonl as the base has them, and a new train_more.ndjson holding a copy of a test item
+    (row 2) and of a train row (row 3)."""
+    data = root / "ds"
+    train = [triage_row(i, f"my parcel number {i} never arrived at the depot in town {i}") for i in range(6)]
+    test = [triage_row(100 + i, f"the login page for account {i} loops back to the start every single time")
+            for i in range(3)]
+    write_jsonl(data / "train.jsonl", train)
+    write_jsonl(data / "test.jsonl", test)
+    new = [triage_row(50, "a brand new question about refunds for an order placed on monday"),
+           {**test[1], "id": "tri-000051"}, {**train[4], "id": "tri-000052"}]
+    write_jsonl(data / "train_more.ndjson", new)
+    return data
+
+
+def _contract(root: Path, splits: str = "") -> Path:
+    path = root / "contract.yaml"
+    path.write_text(f"name: c\nversion: 1\n{splits}")
+    return path
+
+
+def _check(data: Path, contract: Path, out: Path, *extra: str):
+    return gate_inprocess("check", str(data), "-c", str(contract), "--checks", CHECKS, "--no-db", "-o", str(out),
+                          "-q", *extra, split=True)
+
+
+def _findings(out: Path) -> list[tuple[str, str, int]]:
+    report = json.loads((out / "report.json").read_text())
+    return sorted((f["check"], f["split"], f["row"]) for f in report["findings"])
+
+
+def test_an_unmapped_file_is_refused_in_one_line_naming_it(tmp_path):
+    data = _dataset(tmp_path)
+    res = _check(data, _contract(tmp_path), tmp_path / "r")
+    assert res.returncode == 1, res.stdout + res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert "train_more.ndjson" in line and "'train_more' is not a known split" in line
+    assert 'splits: {train: ["train_more*"]}' in line and "Traceback" not in res.stderr
+
+
+def test_a_mapped_file_is_read_as_train_and_its_copies_are_its_findings(tmp_path):
+    data = _dataset(tmp_path)
+    res = _check(data, _contract(tmp_path, 'splits: {train: ["train*"]}\n'), tmp_path / "r")
+    assert res.returncode == 100, res.stdout + res.stderr
+    found = _findings(tmp_path / "r")
+    # the copied test item: leakage (test is more protected); the copied train row: blamed on the new file's row 3
+    assert ("leakage", "train_more", 2) in found and ("leakage", "train_more", 3) in found
+    assert not [f for f in found if f[1] == "train"], found
+    # contamination reads the mapped file (the test split's copy is leakage's finding when leakage runs)
+    res = gate_inprocess("check", str(data), "-c", str(_contract(tmp_path, 'splits: {train: ["train*"]}\n')),
+                         "--checks", "contamination", "--no-db", "-o", str(tmp_path / "c"), "-q", split=True)
+    assert res.returncode == 100 and _findings(tmp_path / "c") == [("contamination", "train_more", 2)]
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("flag", ["--base", "--changed-since"])
+def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path, flag):
+    repo = tmp_path / "repo"
+    data = _dataset(repo)
+    new = (data / "train_more.ndjson").read_bytes()
+    (data / "train_more.ndjson").unlink()
+    ident = ("-c", "user.email=ci@example.org", "-c", "user.name=ci")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, *ident, "add", "-A")
+    _git(repo, *ident, "commit", "-qm", "base")
+    _git(repo, "checkout", "-q", "-b", "pr")
+    (data / "train_more.ndjson").write_bytes(new)
+    _git(repo, *ident, "add", "-A")
+    _git(repo, *ident, "commit", "-qm", "pr: a new data file")
+    base = (flag, "main", *(("--index", str(tmp_path / "idx")) if flag == "--base" else ()))
+    res = _check(data, _contract(tmp_path), tmp_path / "r", *base)
+    assert res.returncode == 1 and "train_more.ndjson" in res.stderr and "not a known split" in res.stderr, \
+        res.stdout + res.stderr
+    res = _check(data, _contract(tmp_path, 'splits: {train: ["train*"]}\n'), tmp_path / "r2", *base)
+    assert res.returncode == 100, res.stdout + res.stderr
+    found = _findings(tmp_path / "r2")
+    assert ("leakage", "train_more", 2) in found and ("leakage", "train_more", 3) in found
+    assert not [f for f in found if f[1] == "train"], found
