@@ -164,7 +164,7 @@ def _paired(g: dict[str, Any], row: dict[str, Any], ctx: Context, mask: np.ndarr
     row["test"] = test
     row["p_value"] = float(p)
     # what this gate could see at its n: the minimum detectable change at 80% power and the power at the observed
-    # change, from the gate's own test (issue 31 item 14)
+    # change, from the gate's own test
     row["power"] = power.gate_power(
         rule=g["rule"], test=test, n=n, alpha=alpha, margin=margin, improvement=sign * delta,
         disc=float(np.mean(base != cand)) if test == "mcnemar" else None, se=se, binary=binary)
