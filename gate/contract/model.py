@@ -10,6 +10,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -20,6 +21,9 @@ from gate.contract import schemas
 from gate.contract.meta import contract_schema
 from gate.errors import ContractError, GateError
 from gate.names import CHECK_NAMES
+
+#: a Hugging Face Hub shard file name: `{split}-{shard:05d}-of-{shards:05d}`
+_HF_SHARD = re.compile(r"(.+)-\d{5}-of-\d{5}")
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,9 @@ class Contract:
         named = self.options("contamination")
         if split in SPLIT_ORDER or split in (*named.get("train_splits", ()), *named.get("eval_splits", ())):
             return split
+        shard = _HF_SHARD.fullmatch(split)  # the Hub's own naming: train-00000-of-00003.parquet is train
+        if shard and shard.group(1) in SPLIT_ORDER:
+            return shard.group(1)
         for kind, globs in self.split_globs.items():
             if any(fnmatchcase(split, g) for g in globs):
                 return str(kind)

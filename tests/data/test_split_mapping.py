@@ -101,3 +101,13 @@ def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path, flag):
     found = _findings(tmp_path / "r2")
     assert ("leakage", "train_more", 2) in found and ("leakage", "train_more", 3) in found
     assert not [f for f in found if f[1] == "train"], found
+
+
+def test_hugging_face_shard_names_are_their_split(tmp_path):
+    """`train-00000-of-00002.parquet` is how the Hub names a train shard: it is train (read by contamination), not
+    refused and not a split of its own; a shard of an unknown split is still refused."""
+    from gate.contract import load_contract
+
+    c = load_contract(_contract(tmp_path))
+    assert c.split_kind("train-00000-of-00002") == "train" and c.split_kind("test-00001-of-00002") == "test"
+    assert c.split_kind("extra-00000-of-00001") is None and c.split_kind("train-0-of-1") is None
