@@ -278,35 +278,26 @@ def test_lost_worker_once_too_often_is_one_line(cluster, tmp_path):
     out = tmp_path / "report"
     workers = cluster.workers()
     killer = Killer(workers, 0.0, worker_only=True)  # the worker process, not the node: Ray starts another
-    killer.start()
-    try:
-        res = run_gate("check", str(DATASET), "-c", str(CONTRACT), "--checks", ",".join(CHECKS), "--engine", "ray",
-                       "--address", cluster.address, "-o", str(out), "--no-db", "-q",
-                       env=_driver_env(cluster, GATE_RAY_MAX_RETRIES="0", GATE_RAY_CAPACITY_WAIT_S="60"),
-                       timeout=120)
-    finally:
-        killer.done.set()
-        killer.join()
-    assert killer.error is None and killer.killed_during_run
-    assert res.returncode == 1, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith(f"gate: error: ray cluster at {cluster.address}: a map task failed after 0 retries: "
-                               "WorkerCrashedError: "), lines[0]
-    assert "internal error" not in res.stderr and "Traceback" not in res.stderr
-    assert res.stdout == ""
-    assert not out.exists()
+    _one_line_failure(cluster, killer, out, f"ray cluster at {cluster.address}: a map task failed after 0 retries: "
+                      "WorkerCrashedError: ", GATE_RAY_MAX_RETRIES="0", GATE_RAY_CAPACITY_WAIT_S="60")
     assert all(w.alive() for w in workers)  # only a worker was lost, no node
 
 
 def test_no_capacity_left_is_one_line(cluster, tmp_path):
     out = tmp_path / "report"
     killer = Killer(cluster.workers(), 0.0)  # every worker node left: no CPU anywhere in the cluster
+    _one_line_failure(cluster, killer, out, f"ray cluster at {cluster.address}: no node with a CPU left",
+                      GATE_RAY_CAPACITY_WAIT_S="2")
+
+
+def _one_line_failure(cluster, killer, out, start: str, **env: str) -> None:
+    """A check on the cluster while `killer` takes capacity away: one line starting `start`, exit 1, nothing on
+    stdout, no report."""
     killer.start()
     try:
         res = run_gate("check", str(DATASET), "-c", str(CONTRACT), "--checks", ",".join(CHECKS), "--engine", "ray",
                        "--address", cluster.address, "-o", str(out), "--no-db", "-q",
-                       env=_driver_env(cluster, GATE_RAY_CAPACITY_WAIT_S="2"), timeout=120)
+                       env=_driver_env(cluster, **env), timeout=120)
     finally:
         killer.done.set()
         killer.join()
@@ -314,7 +305,7 @@ def test_no_capacity_left_is_one_line(cluster, tmp_path):
     assert res.returncode == 1, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
-    assert lines[0].startswith(f"gate: error: ray cluster at {cluster.address}: no node with a CPU left"), lines[0]
+    assert lines[0].startswith(f"gate: error: {start}"), lines[0]
     assert "internal error" not in res.stderr and "Traceback" not in res.stderr
     assert res.stdout == ""
     assert not out.exists()
