@@ -246,7 +246,7 @@ def _check_references(data: dict[str, Any], declared: set[str], fail: Any) -> No
     from gate.pii.config import contract_problem  # stdlib only: no presidio at load time
 
     pii_problem = contract_problem(data.get("checks") or {})
-    if pii_problem:  # an entity name the scan cannot look for (a typo, ORGANIZATION under ner_entities)
+    if pii_problem:  # an entity name the scan cannot look for (a typo, a pattern entity under ner_entities)
         raise fail(*pii_problem)
     for key in ("group_key", "group_fallback_key"):
         if data.get(key) and declared and data[key] not in declared:

@@ -520,6 +520,20 @@ def _import_presidio() -> None:
                 del sys.modules[m]
 
 
+def _extras(entity: str, config: PiiConfig) -> list[EntityRecognizer]:
+    """gate's recognisers for formats presidio's miss (`gate.pii.recognizers`), with the entity's threshold and
+    context words; no prefilter (they always run, so the fast path stays equal to the plain loop)."""
+    from gate.pii.recognizers import extra_recognizers
+
+    out = extra_recognizers(entity, config.language)
+    for rec in out:
+        rec.score_thresholds = {entity: config.threshold(entity)}
+        extra = config.extra_context(entity)
+        if extra:
+            rec.context = list(rec.context or []) + [w.lower() for w in extra]
+    return out
+
+
 @functools.lru_cache(maxsize=4)
 def _engine(config: PiiConfig) -> _Engine:
     """Build the analyzer for `config` (cached: building costs ~1 s with the NER model)."""
@@ -559,6 +573,7 @@ def _engine(config: PiiConfig) -> _Engine:
         if extra:
             rec.context = list(rec.context or []) + [w.lower() for w in extra]
         patterns.append((rec, prefilters.get(type(rec).__name__)))
+        patterns.extend((extra, None) for extra in _extras(entity, config))
 
     recognizers = [rec for rec, _ in patterns]
     ner_entities: list[str] = []
@@ -575,6 +590,10 @@ def _engine(config: PiiConfig) -> _Engine:
         spacy_rec = SpacyRecognizer(supported_language=lang, supported_entities=ner_entities)
         spacy_rec.score_thresholds = {e: config.threshold(e) for e in ner_entities}
         recognizers.append(spacy_rec)
+        for entity in ner_entities:  # gate's own patterns for a NER entity (a name in a signature)
+            for extra in _extras(entity, config):
+                patterns.append((extra, None))
+                recognizers.append(extra)
         ner_only = _ner_is_independent(nlp)
     elif config.pattern_nlp == "blank":
         import spacy
