@@ -136,16 +136,18 @@ def not_a_phone_shape(text: str, start: int, end: int) -> bool:
     "phone", "mobile"...) in the 40 characters before, or digit groups none of which has three digits
     ("1 2 3 4 5 6 7 8 9 10", a printed sequence). Every written phone number has a group of three or more, and
     one written without any separator is announced as one, except numbers written in pairs (`60-56-85-91`,
-    `06 12 34 56 78`, see `_in_pairs`)."""
+    `06 12 34 56 78`, see `_in_pairs`) or after a country code (`+33 3 68 31 83 00`)."""
     value = text[start:end]
     groups = re.findall(r"\d+", value)
     if max(map(len, groups), default=0) < 3:
-        return not _in_pairs(text, start, end, groups)
+        return not (_in_pairs(text, start, end, groups) or _INTERNATIONAL.match(value))
     if value.isdigit():
         return not _PHONE_WORDS.search(text, max(0, start - 40), start)
     return False
 
 
+#: "+33 3 68 31 83 00", "+45 60 77 37 96": a country code, then short groups (France, Denmark, Norway).
+_INTERNATIONAL = re.compile(r"\+\d{1,3}[ .\-]\d{1,2}(?:[ .\-]\d{2}){3,4}$")
 _PAIRS = re.compile(r"\d{2}(?:(?P<sep>[-. ])\d{2})(?:(?P=sep)\d{2}){2,3}")
 
 

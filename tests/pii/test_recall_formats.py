@@ -23,9 +23,10 @@ def test_local_phone_numbers_with_separators(pattern_cfg: PiiConfig) -> None:
     """`450 0840` and `60-56-85-91` were missed: phonenumbers wants an area code and rejects pairs of digits."""
     texts = ["You can call me on 450 0840 after five.", "My number is 60-56-85-91.", "Ring 555-0142 tomorrow.",
              "Mobile: 06 12 34 56 78", "Reach me at 06.12.34.56.78 please.",
-             "You can call me on (212) 867-5309 after 5pm."]
+             "You can call me on (212) 867-5309 after 5pm.", "Call +33 3 68 31 83 00 or +45 60 77 37 96."]
     assert _found(texts, pattern_cfg, "PHONE_NUMBER") == [
-        ["450 0840"], ["60-56-85-91"], ["555-0142"], ["06 12 34 56 78"], ["06.12.34.56.78"], ["(212) 867-5309"]]
+        ["450 0840"], ["60-56-85-91"], ["555-0142"], ["06 12 34 56 78"], ["06.12.34.56.78"], ["(212) 867-5309"],
+        ["+33 3 68 31 83 00", "+45 60 77 37 96"]]
 
 
 def test_local_phone_shapes_that_are_not_phones(pattern_cfg: PiiConfig) -> None:
@@ -87,3 +88,11 @@ def test_organization_is_an_opt_in(ner_cfg: PiiConfig) -> None:
     assert _found(text, ner_cfg, "ORGANIZATION") == [[]]
     opt_in = PiiConfig(ner_entities=("PERSON", "LOCATION", "ORGANIZATION"))
     assert _found(text, opt_in, "ORGANIZATION") == [["Microsoft"]]
+
+
+def test_an_opt_in_organization_never_hides_an_address(ner_cfg: PiiConfig) -> None:
+    """The model tags street names as organisations; with ORGANIZATION opted in, the address must still be the
+    finding (ORGANIZATION used to rank as the most specific type in `resolve_overlaps`)."""
+    opt_in = PiiConfig(ner_entities=("PERSON", "LOCATION", "ORGANIZATION"))
+    texts = ["Send the contract to\nAckermannstrasse 64\n4367 Naters"]
+    assert _found(texts, opt_in, "ADDRESS") == [["Ackermannstrasse 64\n4367 Naters"]]
