@@ -219,12 +219,12 @@ def greeting_recognizer(language: str = "en") -> EntityRecognizer:
 
 
 #: Per recogniser: a search that must succeed for it to match anything (two digit pairs across a separator; 8
-#: card digits; a street word, or an APO/FPO/DPO military postcode; a sign-off or greeting word), so the fast
-#: scan skips it on other texts and stays equal to the plain loop.
+#: card digits; a digit, as every address form has a number: a search for the street words cost more than the
+#: recogniser itself, 0.43 vs 0.25 ms per message; a sign-off or greeting word), so the fast scan skips it on
+#: other texts and stays equal to the plain loop.
 _PREFILTERS = {
     "LocalPhoneRecognizer": r"\d\d[-. ]\d\d", "LongCardRecognizer": r"\d{4}[- ]?\d{4}",
-    "StreetAddressPatternsRecognizer": (r"(?i:" + _COMPOUND_SUFFIX + r")[ \t]+\d|(?i:" + _ROMANCE_TYPE + r")|(?:"
-                                        + _EN_TYPE + r")\b|[AFD]PO"),
+    "StreetAddressPatternsRecognizer": r"\d",
     "SignatureRecognizer": r"\b" + _SIGN_OFF + r"\b",
     "GreetingRecognizer": r"\b(?i:hi|hello|hey|dear|thanks|thank|cheers|welcome|congrats|congratulations|good)\b",
 }
