@@ -162,6 +162,8 @@ def make_generated(n: int, seed: int = 30) -> list[tuple[str, list[Span]]]:
             continue
         template = rng.choice(GEN_TEMPLATES)
         f = fakers[rng.choice(LOCALES)]
+        if "{ssn}" in template:  # other locales' `ssn()` is their national id (NINO, codice fiscale, AHV)
+            f = fakers["en_US"]
         text, spans, pos = "", [], 0
         for m in re.finditer(r"\{(\w+)\}", template):
             text += template[pos:m.start()]
