@@ -275,7 +275,7 @@ def _check_references(data: dict[str, Any], declared: set[str], fail: Any) -> No
     from gate.pii.config import contract_problem  # stdlib only: no presidio at load time
 
     pii_problem = contract_problem(data.get("checks") or {})
-    if pii_problem:  # an entity name the scan cannot look for (a typo, ORGANIZATION under ner_entities)
+    if pii_problem:  # an entity name the scan cannot look for (a typo, a pattern entity under ner_entities)
         raise fail(*pii_problem)
     from gate.data.operator_keys import operator_key_problem
 

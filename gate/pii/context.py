@@ -135,14 +135,30 @@ def not_a_phone_shape(text: str, start: int, end: int) -> bool:
     bracket or separator: an amount, an id, a Unix time such as 1633972405) with no phone word ("call",
     "phone", "mobile"...) in the 40 characters before, or digit groups none of which has three digits
     ("1 2 3 4 5 6 7 8 9 10", a printed sequence). Every written phone number has a group of three or more, and
-    one written without any separator is announced as one."""
+    one written without any separator is announced as one, except numbers written in pairs (`60-56-85-91`,
+    `06 12 34 56 78`, see `_in_pairs`) or after a country code (`+33 3 68 31 83 00`)."""
     value = text[start:end]
     groups = re.findall(r"\d+", value)
     if max(map(len, groups), default=0) < 3:
-        return True
+        return not (_in_pairs(text, start, end, groups) or _INTERNATIONAL.match(value))
     if value.isdigit():
         return not _PHONE_WORDS.search(text, max(0, start - 40), start)
     return False
+
+
+#: "+33 3 68 31 83 00", "+45 60 77 37 96": a country code, then short groups (France, Denmark, Norway).
+_INTERNATIONAL = re.compile(r"\+\d{1,3}[ .\-]\d{1,2}(?:[ .\-]\d{2}){3,4}$")
+_PAIRS = re.compile(r"\d{2}(?:(?P<sep>[-. ])\d{2})(?:(?P=sep)\d{2}){2,3}")
+
+
+def _in_pairs(text: str, start: int, end: int, groups: list[str]) -> bool:
+    """True for a phone number written in four or five pairs of digits with one separator (Denmark, Norway,
+    France, West Africa write them so): hyphens or dots alone, spaces only with a phone word in the 40 characters
+    before (spaced pairs are also lists of numbers: "10 20 30 40")."""
+    m = _PAIRS.fullmatch(text, start, end)
+    if m is None or not 4 <= len(groups) <= 5:
+        return False
+    return m.group("sep") != " " or bool(_PHONE_WORDS.search(text, max(0, start - 40), start))
 
 
 # --------------------------------------------------------------------------------------------------------- URLs
@@ -222,8 +238,26 @@ def lone_name(text: str, start: int, end: int) -> bool:
     it to the writer or reader ("my name is", "I'm", "Hi", "Thanks,", "ask for", a sign-off on the line above).
 
     A given name alone identifies nobody: the characters of word problems ("Natalia sold clips", every GSM8K
-    row) and stories are such names. Full names, and given names that introduce, greet or sign, are kept.
+    row) and stories are such names. Full names, and given names that introduce, greet or sign, are kept, and so
+    is every name of a list that such words introduce ("Thanks Teresa and Jodi").
     """
     if len(text[start:end].split()) != 1:
         return False
-    return not _NAMING.search(text, max(0, start - 40), start)
+    return not any(_NAMING.search(text, max(0, s - 40), s) for s in _list_starts(text, start))
+
+
+#: A name before a list joint: "Teresa and ", "Teresa, ", "Teresa & " (title-case word, then the joint).
+_LISTED_BEFORE = re.compile(r"[A-ZÀ-ÞĀ-Ž][\w'’\-]*(?:,[ \t]*(?:and|&|or)?|[ \t]+(?:and|&|or))[ \t]+$")
+
+
+def _list_starts(text: str, start: int) -> list[int]:
+    """The starts of the names in the list that ends with the name at `start`, this one first: "Hi Teresa and
+    Jodi" gives Jodi's and Teresa's, so a greeting or introduction before the first name ties every name in the
+    list (issue 30: `Jodi` was dropped as a lone name). At most five names back."""
+    starts = [start]
+    for _ in range(5):
+        m = _LISTED_BEFORE.search(text, max(0, starts[-1] - 40), starts[-1])
+        if m is None:
+            break
+        starts.append(m.start())
+    return starts

@@ -386,12 +386,13 @@ def _sort(hits: list[Hit]) -> list[Hit]:
 
 
 #: Entity types from least to most specific. A phone number is any run of digits that phonenumbers accepts (an
-#: IPv4 address, a card number), a name or place is a guess of the NER model; a card, IBAN, e-mail or IP address
+#: IPv4 address, a card number), an organisation, name or place is a guess of the NER model (the opt-in
+#: ORGANIZATION least: the model tags street names and people as organisations); a card, IBAN, e-mail or IP address
 #: is matched by its structure and mostly a checksum. Types not listed (country ids, UUID, MAC...) are as
 #: specific as the most specific listed ones.
 LEAST_SPECIFIC: tuple[str, ...] = (
-    "NRP", "LOCATION", "PERSON", "DATE_TIME", "US_BANK_NUMBER", "US_DRIVER_LICENSE", "US_PASSPORT", "US_ITIN",
-    "MEDICAL_LICENSE", "PHONE_NUMBER", "ADDRESS", "URL",
+    "ORGANIZATION", "NRP", "LOCATION", "PERSON", "DATE_TIME", "US_BANK_NUMBER", "US_DRIVER_LICENSE", "US_PASSPORT",
+    "US_ITIN", "MEDICAL_LICENSE", "PHONE_NUMBER", "ADDRESS", "URL",
 )
 _RANK = {e: i for i, e in enumerate(LEAST_SPECIFIC)}
 
@@ -520,6 +521,20 @@ def _import_presidio() -> None:
                 del sys.modules[m]
 
 
+def _extras(entity: str, config: PiiConfig) -> list[EntityRecognizer]:
+    """gate's recognisers for formats presidio's miss (`gate.pii.recognizers`), with the entity's threshold and
+    context words. Each comes with its sound prefilter (`gate.pii.recognizers.prefilter`)."""
+    from gate.pii.recognizers import extra_recognizers
+
+    out = extra_recognizers(entity, config.language)
+    for rec in out:
+        rec.score_thresholds = {entity: config.threshold(entity)}
+        extra = config.extra_context(entity)
+        if extra:
+            rec.context = list(rec.context or []) + [w.lower() for w in extra]
+    return out
+
+
 @functools.lru_cache(maxsize=4)
 def _engine(config: PiiConfig) -> _Engine:
     """Build the analyzer for `config` (cached: building costs ~1 s with the NER model)."""
@@ -550,6 +565,8 @@ def _engine(config: PiiConfig) -> _Engine:
     unknown = [e for e in config.entities if e != "ADDRESS" and e not in PRESIDIO_RECOGNIZERS]
     if unknown:  # PiiConfig refuses these already; kept for a config built around its validation
         raise ValueError(f"no pattern recogniser for {unknown}")
+    from gate.pii.recognizers import prefilter as extra_prefilter
+
     prefilters = _prefilters(config)
     patterns: list[tuple[EntityRecognizer, Callable[[str], Any] | None]] = []
     for entity in config.entities:
@@ -559,6 +576,7 @@ def _engine(config: PiiConfig) -> _Engine:
         if extra:
             rec.context = list(rec.context or []) + [w.lower() for w in extra]
         patterns.append((rec, prefilters.get(type(rec).__name__)))
+        patterns.extend((extra, extra_prefilter(extra)) for extra in _extras(entity, config))
 
     recognizers = [rec for rec, _ in patterns]
     ner_entities: list[str] = []
@@ -575,6 +593,10 @@ def _engine(config: PiiConfig) -> _Engine:
         spacy_rec = SpacyRecognizer(supported_language=lang, supported_entities=ner_entities)
         spacy_rec.score_thresholds = {e: config.threshold(e) for e in ner_entities}
         recognizers.append(spacy_rec)
+        for entity in ner_entities:  # gate's own patterns for a NER entity (a name in a signature)
+            for extra in _extras(entity, config):
+                patterns.append((extra, extra_prefilter(extra)))
+                recognizers.append(extra)
         ner_only = _ner_is_independent(nlp)
     elif config.pattern_nlp == "blank":
         import spacy

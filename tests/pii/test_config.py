@@ -104,7 +104,6 @@ def test_every_known_entity_can_be_opted_in() -> None:
 
 @pytest.mark.parametrize(("kwargs", "says"), [
     ({"ner_entities": ("PERSN", "LOCATON")}, "unknown entity 'PERSN' under ner_entities (did you mean 'PERSON'?)"),
-    ({"ner_entities": ("PERSON", "ORGANIZATION")}, "ORGANIZATION can never fire"),
     ({"ner_entities": ("IBAN_CODE",)}, "IBAN_CODE is found by a pattern recogniser"),
     ({"entities": ("US_DRIVER_LICENCE",)}, "did you mean 'US_DRIVER_LICENSE'?"),
     ({"entities": ("PERSON",)}, "PERSON is found by the NER model"),
@@ -117,14 +116,14 @@ def test_impossible_entities_are_refused(kwargs: dict, says: str) -> None:
 def test_fireable_ner_entities_follow_presidios_mapping() -> None:
     from gate.pii.config import FIREABLE_NER_ENTITIES, NER_CONF
 
-    assert FIREABLE_NER_ENTITIES == ("DATE_TIME", "LOCATION", "NRP", "PERSON")
-    assert "ORGANIZATION" in NER_CONF["labels_to_ignore"]  # type: ignore[operator]
+    assert FIREABLE_NER_ENTITIES == ("DATE_TIME", "LOCATION", "NRP", "ORGANIZATION", "PERSON")
+    assert "ORGANIZATION" not in NER_CONF["labels_to_ignore"]  # type: ignore[operator]
+    assert "ORGANIZATION" not in PiiConfig().ner_entities  # opt-in only (issue 30)
 
 
 @pytest.mark.parametrize(("names", "line", "says"), [
     ("    ner_entities:\n      - PERSON\n      - PERSN\n", 7,
      "unknown entity 'PERSN' under ner_entities (did you mean 'PERSON'?)"),
-    ("    ner_entities: [PERSON, ORGANIZATION]\n", 5, "ORGANIZATION can never fire"),
     ("    entities:\n      - EMAIL_ADDRESS\n      - US_DRIVER_LICENCE\n", 7, "did you mean 'US_DRIVER_LICENSE'?"),
 ])
 def test_contract_names_the_line_of_an_impossible_entity(tmp_path, names: str, line: int, says: str) -> None:
