@@ -83,7 +83,7 @@ PRESIDIO_RECOGNIZERS: dict[str, str] = {
 KNOWN_PATTERN_ENTITIES: tuple[str, ...] = tuple(sorted({*PRESIDIO_RECOGNIZERS, "ADDRESS"}))
 
 #: presidio-analyzer's `conf/default.yaml` `ner_model_configuration`, inlined so loading needs no file read,
-#: less ORGANIZATION in `labels_to_ignore`: gate offers it as an opt-in under `ner_entities` (issue 30; its
+#: less ORGANIZATION in `labels_to_ignore`: gate offers it as an opt-in under `ner_entities` (its
 #: measured precision is in bench/results/pii_quality.md), never in the defaults, and the NER recogniser only
 #: reports the entities it is asked for. Without the ignore list spaCy's CARDINAL/... labels leak through.
 NER_CONF: dict[str, object] = {

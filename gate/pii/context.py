@@ -253,7 +253,7 @@ _LISTED_BEFORE = re.compile(r"[A-ZÀ-ÞĀ-Ž][\w'’\-]*(?:,[ \t]*(?:and|&|or)?|
 def _list_starts(text: str, start: int) -> list[int]:
     """The starts of the names in the list that ends with the name at `start`, this one first: "Hi Teresa and
     Jodi" gives Jodi's and Teresa's, so a greeting or introduction before the first name ties every name in the
-    list (issue 30: `Jodi` was dropped as a lone name). At most five names back."""
+    list (`Jodi` was dropped as a lone name). At most five names back."""
     starts = [start]
     for _ in range(5):
         m = _LISTED_BEFORE.search(text, max(0, starts[-1] - 40), starts[-1])

@@ -1,4 +1,4 @@
-"""Pattern recognisers for formats presidio's own miss (issue 30): local phone numbers with separators, 19-digit
+"""Pattern recognisers for formats presidio's own miss: local phone numbers with separators, 19-digit
 cards, non-English and multi-line street addresses, names in signatures.
 
 Why a module of its own: each recogniser is a plain presidio `PatternRecognizer` (so presidio's context words,
