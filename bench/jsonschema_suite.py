@@ -75,9 +75,9 @@ def _formats_for(group: str, name: str, installed: set[str]) -> list[str] | None
 def run_suite(suite: Path = SUITE) -> dict[str, Any]:
     """Scores every test of the suite; returns the table (per group and file) and the disagreements."""
     from gate.contract.schemas import LOOSE_FORMATS, SchemaProblem, available_formats, default_formats
+    from gate.engines.types import Response
     from gate.score.scorers.format import FormatValidity
     from gate.score.types import Item
-    from gate.serve.types import Response
 
     item = Item(id="suite", category="suite", messages=(), expected=None)
     rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {

@@ -89,8 +89,8 @@ def main() -> int:
         return 1
 
     from fixtures.build_tiny_model import build
-    from gate.serve.engine import hash_path
-    from gate.serve.vllm import VLLMEngine
+    from gate.engines.engine import hash_path
+    from gate.engines.vllm import VLLMEngine
 
     model, _ = build(lora=False)
     work = Path(tempfile.mkdtemp(prefix="gate-bench-score-"))
@@ -120,7 +120,7 @@ def main() -> int:
         results["server_ready_s"] = round(time.perf_counter() - t0, 1)
         base = eng.base_url
         # warm-up so neither harness pays the first-request cost
-        from gate.serve.types import Request
+        from gate.engines.types import Request
 
         eng.generate([Request(messages=({"role": "user", "content": "hi"},), max_tokens=4)] * 4)
 

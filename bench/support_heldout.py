@@ -42,9 +42,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gate.engines.types import Response  # noqa: E402
 from gate.score.scorers.support import _ANT, FactualSupport, wordnet_opposites  # noqa: E402
 from gate.score.types import Item  # noqa: E402
-from gate.serve.types import Response  # noqa: E402
 
 DATA = ROOT / "tests" / "score" / "data"
 PASSAGES = DATA / "scitldr_passages.jsonl"

@@ -31,9 +31,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gate.engines.types import Response  # noqa: E402
 from gate.score.scorers.support import FactualSupport, sentences  # noqa: E402
 from gate.score.types import Item  # noqa: E402
-from gate.serve.types import Response  # noqa: E402
 
 DATA = ROOT / "tests" / "score" / "data" / "gsm8k_passages.jsonl"
 KINDS = ("number_swap", "negation", "antonym", "entity_swap", "paraphrase")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from gate.contract import load_contract
 from gate.contract.expectations import compile_rules
-from gate.contract.meta import contract_schema
+from gate.contract.file_schema import contract_schema
 from gate.contract.rows import fast_row_check, row_schema
 from gate.errors import GateError
 from tests import fuzzkit as fk

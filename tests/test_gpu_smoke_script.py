@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.serve.sglang import gpu_devices
+from gate.engines.sglang import gpu_devices
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "gpu-smoke.sh"

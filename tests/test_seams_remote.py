@@ -13,7 +13,7 @@ from tests.conftest import CONTRACTS, gate_inprocess, triage_row, write_jsonl
 @pytest.fixture
 def sent(monkeypatch):
     """What the client would submit (the service is not contacted: the capture stops the command)."""
-    from gate.service.client import ServiceClient
+    from gate.service.remote import ServiceClient
 
     got: list[dict] = []
 

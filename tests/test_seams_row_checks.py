@@ -20,7 +20,7 @@ from tests.conftest import ROOT, gate_inprocess, run_gate, write_jsonl
 EXAMPLE = ROOT / "docs" / "examples" / "gate_turns"
 #: a second plugin that declares its drop action: scrub drops its rows with no operator named
 UNANSWERED = '''
-from gate.contract.meta import NO_OPTIONS
+from gate.contract.file_schema import NO_OPTIONS
 from gate.data.base import RowCheck, RowFinding
 
 

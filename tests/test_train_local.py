@@ -148,8 +148,8 @@ def test_prune_keeps_the_newest_and_renames_before_deleting(tmp_path):
 
 
 def test_trained_checkpoint_loads_and_answers(trained):
-    from gate.serve.embedded import EmbeddedEngine
-    from gate.serve.types import Request
+    from gate.engines.embedded import EmbeddedEngine
+    from gate.engines.types import Request
 
     tmp, _, res = trained
     assert res.returncode == 0

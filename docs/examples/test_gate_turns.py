@@ -15,8 +15,8 @@ from gate_turns.too_many_turns import TooManyTurns
 
 from gate.contract import load_contract
 from gate.data.base import Batch
+from gate.engines.types import Response
 from gate.score.types import Item
-from gate.serve.types import Response
 from gate.testing.fake_openai import FakeOpenAI, chat_reply
 
 

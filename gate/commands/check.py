@@ -23,7 +23,7 @@ def run_check_command(req: CheckRequest, *, base_check: Any = None, trust_ref: s
 
         from gate.errors import ExitCode
         from gate.requests import unsent
-        from gate.service.client import remote_check
+        from gate.service.remote import remote_check
 
         if trust_ref is not None and not req.allow_contract_change:  # a pull-request run: never send a loosening
             _refuse_remote_loosening(req.contract, req.dataset, trust_ref, req.tokenizer)

@@ -1,4 +1,5 @@
-"""`gate parity`: parse options, run gate.serve.parity, print the table (or JSON); exit 0 within tolerance, 100 not."""
+"""`gate parity`: parse options, run gate.engines.parity, print the table (or JSON); exit 0 within tolerance,
+100 not."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gate.report.console import make_console
 def run_parity_command(*, model: str, adapter: str | None, engines: str, dtypes: str, merged: bool,
                        prompts: str | None, limit: int | None, max_tokens: int, tolerances: str | None,
                        as_json: bool) -> int:
-    from gate.serve.parity import load_tolerances, read_prompts, run_parity
+    from gate.engines.parity import load_tolerances, read_prompts, run_parity
 
     def split(s: str) -> list[str]:
         return [x.strip() for x in s.split(",") if x.strip()]

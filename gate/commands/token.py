@@ -45,7 +45,7 @@ def _local(action: str) -> Iterator[None]:
 
 
 def _remote(url: str, call: Callable[[Any], Any]) -> Any:
-    from gate.service.client import ServiceClient
+    from gate.service.remote import ServiceClient
 
     token = os.environ.get("GATE_TOKEN")
     if not token:

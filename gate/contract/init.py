@@ -277,7 +277,7 @@ def _messages(p: _Profile, notes: list[str]) -> tuple[dict[str, Any], str]:
     minority under OUTLIER_SHARE (rows without the system prompt most have, rows ending on another role, empty
     assistant answers) makes no rule: those rows are the first check's findings. Roles gate does not know get a
     note (the check flags them)."""
-    from gate.contract.meta import ROLES
+    from gate.contract.file_schema import ROLES
 
     n = p.n
     known = [r for r in ROLES["items"]["enum"] if p.roles[r]]

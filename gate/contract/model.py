@@ -18,7 +18,7 @@ from typing import Any
 
 from gate import yamlio
 from gate.contract import schemas
-from gate.contract.meta import contract_schema
+from gate.contract.file_schema import contract_schema
 from gate.errors import ContractError, GateError
 from gate.names import CHECK_NAMES
 

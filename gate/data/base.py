@@ -97,7 +97,7 @@ class Check(ABC):
     #: the only top-level row keys `map` reads, or None for the whole row. When every check of a run names its
     #: keys, the runner decodes just those (a dedup-only run skips the tool schemas that make up most of a row)
     fields: ClassVar[tuple[str, ...] | None] = None
-    #: the JSON Schema of the check's `checks.<name>` section (gate.contract.meta.check_options); every check
+    #: the JSON Schema of the check's `checks.<name>` section (gate.contract.file_schema.check_options); every check
     #: declares one, next to the code that reads the options, and the contract loader validates against it
     options_schema: ClassVar[dict[str, Any]]
     #: where the check runs and appears in reports, lowest first (third-party checks: after the built-in ones)

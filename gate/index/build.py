@@ -19,7 +19,7 @@ import numpy as np
 
 from gate.contract import Contract
 from gate.data.neardup import neardup_config
-from gate.index import store
+from gate.index import parts
 from gate.index.features import Features, features, parse_rows, unique_fields
 from gate.index.lines import line_blocks
 from gate.io.atomic import atomic_dir
@@ -108,7 +108,7 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
     t0 = time.perf_counter()
     config = neardup_config(contract)
     plan = config.plan()
-    target = store.default_dir(dataset) if index_dir is None else Path(index_dir)
+    target = parts.default_dir(dataset) if index_dir is None else Path(index_dir)
     sources = discover(dataset)
     _STATE.update(contract=contract, config=config)
     ufields = unique_fields(contract)
@@ -116,7 +116,7 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
                      np.zeros(0, np.int64), np.zeros((0, plan.bands), np.uint64))
     n_workers = workers or os.cpu_count() or 1
     pool = _Pool(n_workers)
-    writer = store.EntriesWriter(target)
+    writer = parts.EntriesWriter(target)
     files: list[tuple[int, str]] = []
     spools: list[Any] = []
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "start", "end", "line", "digest", "bands",
@@ -142,7 +142,7 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
                         yield block.digests[lo:hi], (src.display, items)
 
             for digests, (f, sig_digest, counts) in pool.map(slices()):
-                writer.write(store.entries_table([src.split] * len(digests), digests, f))
+                writer.write(parts.entries_table([src.split] * len(digests), digests, f))
                 cols["digest"].append(digests)
                 cols["bands"].append(f.bands)
                 cols["sigdigest"].append(sig_digest)
@@ -153,7 +153,7 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
         t_map = time.perf_counter() - t0
         groups, n_clusters = _cluster_groups(contract, config, [src.split for src in sources], files, cols)
         t_cluster = time.perf_counter() - t0 - t_map
-        entries_path = writer.close(store.entries_table([], np.zeros(0, "S16"), empty))
+        entries_path = writer.close(parts.entries_table([], np.zeros(0, "S16"), empty))
     except BaseException:
         pool.close()
         writer.discard()
@@ -164,7 +164,7 @@ def build_index(dataset: str, contract: Contract, index_dir: str | None = None, 
                 os.close(sp)
             else:
                 sp.close()
-    manifest = {"dataset": str(dataset), "compat": store.compat_key(contract, config), "config": str(config),
+    manifest = {"dataset": str(dataset), "compat": parts.compat_key(contract, config), "config": str(config),
                 "bands": plan.bands, "rows_per_band": plan.rows, "contract": contract.name,
                 "contract_sha256": contract.sha256, "splits": [s.split for s in sources]}
     out = _publish(target, manifest, entries_path, groups)
@@ -179,12 +179,12 @@ def _publish(target: Path, manifest: dict[str, Any], entries_path: Path, groups:
     """Replaces the index at `target` in one atomic step, under its lock (a reader sees the old or the new one,
     never a mix); the spooled entries file is removed either way. Returns the manifest as written."""
     try:
-        with store.locked(target):
+        with parts.locked(target):
             with atomic_dir(target) as tmp:
-                store.write_new(tmp, manifest, entries_path, groups)
+                parts.write_new(tmp, manifest, entries_path, groups)
     finally:
         entries_path.unlink(missing_ok=True)
-    return store.read_manifest(target) or {}
+    return parts.read_manifest(target) or {}
 
 
 def _open_lines(src: Any, target: Path) -> tuple[int, Any]:
@@ -223,4 +223,4 @@ def _cluster_groups(contract: Contract, config: Any, split_of: list[str], files:
     members = np.fromiter((p for c in result.clusters for p in c.members), dtype=np.int64)
     g_group = [gid for gid, c in enumerate(result.clusters) for _ in c.members]
     g_split = [split_of[int(k)] for k in src_of[members].tolist()]
-    return store.groups_table(g_split, row_digests[members], g_group), len(result.clusters)
+    return parts.groups_table(g_split, row_digests[members], g_group), len(result.clusters)

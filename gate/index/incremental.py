@@ -35,7 +35,7 @@ from gate.data.neardup import neardup_config
 from gate.data.registry import CHECKS, instantiate, resolve
 from gate.data.runner import CheckRun
 from gate.errors import GateError
-from gate.index import store
+from gate.index import parts
 from gate.index.features import features, parse_rows, unique_fields
 from gate.index.lines import (
     StreamedLines,
@@ -203,7 +203,7 @@ def run_incremental(dataset: str, contract: Contract, base: str, *, index_dir: s
 
     refuse_unseen(repo, Path(dataset), base)  # a link out of the dataset, a submodule: changes no diff shows
     refuse_unmapped_splits(dataset, sources, contract.split_kind)  # a file no rule maps is no split of its own
-    refuse_index_from_change(repo, commit, Path(index_dir) if index_dir else store.default_dir(dataset), base)
+    refuse_index_from_change(repo, commit, Path(index_dir) if index_dir else parts.default_dir(dataset), base)
     idx_dir, manifest, built_now = _open_index(dataset, contract, config, index_dir, n_workers, clock)
     splits, diff_paths = _diff(sources, repo, commit)
     clock.lap("diff")
@@ -277,18 +277,18 @@ def _open_index(dataset: str, contract: Contract, config: Any, index_dir: str | 
                 clock: _Clock) -> tuple[Path, dict[str, Any], bool]:
     """The index directory and its manifest, built now on first use (the dataset as it is, its changed rows
     included: harmless); refuses an index built under other dedup options."""
-    idx_dir = Path(index_dir) if index_dir else store.default_dir(dataset)
-    manifest = store.read_manifest(idx_dir)
+    idx_dir = Path(index_dir) if index_dir else parts.default_dir(dataset)
+    manifest = parts.read_manifest(idx_dir)
     built_now = False
     if manifest is None:
         from gate.index.build import build_index
 
         build_index(dataset, contract, str(idx_dir), workers=workers)
-        manifest = store.read_manifest(idx_dir)
+        manifest = parts.read_manifest(idx_dir)
         built_now = True
         clock.lap("index_build")
     assert manifest is not None
-    store.check_compatible(manifest, store.compat_key(contract, config), idx_dir)
+    parts.check_compatible(manifest, parts.compat_key(contract, config), idx_dir)
     return idx_dir, manifest, built_now
 
 
@@ -319,10 +319,10 @@ def _query_index(idx_dir: Path, manifest: dict[str, Any], contract: Contract, co
     ufields = unique_fields(contract)
     bands = int(manifest["bands"])
     cols = ["split", "row_digest", "text_digest", *[f"u:{f}" for f in ufields], *[f"b{b}" for b in range(bands)]]
-    ent = store.load_entries(idx_dir, manifest, cols)
+    ent = parts.load_entries(idx_dir, manifest, cols)
     ent_split = _split_column(ent.column("split"))
-    ent_row = store.digest_array(ent.column("row_digest"))
-    ent_text = store.digest_array(ent.column("text_digest"))
+    ent_row = parts.digest_array(ent.column("row_digest"))
+    ent_text = parts.digest_array(ent.column("text_digest"))
     clock.lap("index_load")
 
     for sp in splits:
@@ -353,9 +353,9 @@ def _query_index(idx_dir: Path, manifest: dict[str, Any], contract: Contract, co
 def _closure(idx_dir: Path, manifest: dict[str, Any], ent_split: np.ndarray, ent_row: np.ndarray,
              cand: np.ndarray) -> dict[str, list[np.ndarray]]:
     """Per split, the row digests of the candidate entries and of every row ever in one group with one of them."""
-    groups = store.load_groups(idx_dir, manifest)
+    groups = parts.load_groups(idx_dir, manifest)
     g_split = groups.column("split").to_pylist()
-    g_row = store.digest_array(groups.column("row_digest"))
+    g_row = parts.digest_array(groups.column("row_digest"))
     g_id = groups.column("group").to_numpy()
     cand_keys = {(s, d) for s, d in zip(ent_split[cand].tolist(), ent_row[cand].tolist(), strict=True)}
     hit_groups = {int(g) for s, d, g in zip(g_split, g_row.tolist(), g_id.tolist(), strict=True)
@@ -514,14 +514,14 @@ def _update_index(idx_dir: Path, contract: Contract, config: Any, splits: list[_
         sp = by_name[split]
         return sp.table.digests[int(np.searchsorted(sp.table.lines, line))]
 
-    with store.locked(idx_dir):
-        manifest = store.read_manifest(idx_dir)
+    with parts.locked(idx_dir):
+        manifest = parts.read_manifest(idx_dir)
         if manifest is None:
             return 0
         # rows not in the index yet (a concurrent update may have added some: checked again under the lock)
-        ent = store.load_entries(idx_dir, manifest, ["split", "row_digest"])
+        ent = parts.load_entries(idx_dir, manifest, ["split", "row_digest"])
         ent_split = _split_column(ent.column("split"))
-        ent_row = store.digest_array(ent.column("row_digest"))
+        ent_row = parts.digest_array(ent.column("row_digest"))
         del ent
         take: list[int] = []
         splits_out: list[str] = []
@@ -542,8 +542,8 @@ def _update_index(idx_dir: Path, contract: Contract, config: Any, splits: list[_
         sub = Features([qf.texts[i] for i in take], [qf.text_digests[i] for i in take], [qf.ids[i] for i in take],
                        {f: [v[i] for i in take] for f, v in qf.uniques.items()}, qf.signatures[take],
                        qf.shingles[take], qf.bands[take])
-        entries = store.entries_table(splits_out, digests_out, sub)
-        groups = store.load_groups(idx_dir, manifest)
+        entries = parts.entries_table(splits_out, digests_out, sub)
+        groups = parts.load_groups(idx_dir, manifest)
         node_group: dict[tuple[str, bytes], int] = {
             (s, d): g for s, d, g in zip(groups.column("split").to_pylist(), groups.column("row_digest").to_pylist(),
                                          groups.column("group").to_pylist(), strict=True)}
@@ -563,6 +563,6 @@ def _update_index(idx_dir: Path, contract: Contract, config: Any, splits: list[_
             for node in merged:
                 node_group[node] = target
         g_items = [(s, d, g) for (s, d), g in node_group.items()]
-        table = store.groups_table([s for s, _, _ in g_items], [d for _, d, _ in g_items], [g for _, _, g in g_items])
-        store.append(idx_dir, manifest, entries, table)
+        table = parts.groups_table([s for s, _, _ in g_items], [d for _, d, _ in g_items], [g for _, _, g in g_items])
+        parts.append(idx_dir, manifest, entries, table)
         return entries.num_rows

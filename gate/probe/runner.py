@@ -138,7 +138,7 @@ def run_probe(opts: ProbeOptions, progress: Callable[[str], None] | None = None)
             results[s.number] = s
 
     with _work_dir(opts.work_dir) as work:
-        from gate.probe.meta import meta_model, step_meta
+        from gate.probe.meta_device import meta_model, step_meta
         from gate.probe.modules import step_modules
         from gate.probe.pin import step_pin
         from gate.probe.shards import step_shards

@@ -61,8 +61,8 @@ def prompt_hashes(scorecard_path: str | None, decision: dict[str, Any]) -> tuple
     or the distinct system messages of its items when they carry their own."""
     if not scorecard_path:
         return None, None
+    from gate.engines.engine import canonical_json
     from gate.score.scorecard import load_scorecard
-    from gate.serve.engine import canonical_json
 
     sc = load_scorecard(scorecard_path)
     if sc.name != decision["scorecard"]:
@@ -110,10 +110,10 @@ def resolved(location: str | None) -> str | None:
 
 
 def _local_hash(location: str | None) -> str | None:
-    """Content hash of a local model/adapter directory (gate.serve.engine.hash_path); None for a hub id or URL."""
+    """Content hash of a local model/adapter directory (gate.engines.engine.hash_path); None for a hub id or URL."""
     if not location or "://" in location or not Path(location).exists():
         return None
-    from gate.serve.engine import hash_path
+    from gate.engines.engine import hash_path
 
     return hash_path(location) or None
 

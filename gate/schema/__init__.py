@@ -1,8 +1,8 @@
 """Published JSON Schemas of the files people write by hand: contracts, scorecards and training specs.
 
-Each is the meta-schema the loader already validates with (gate/contract/meta.py with every check's own
-`options_schema`, gate/score/meta.py, gate/train/meta.py), so an editor that checks a file against it accepts
-exactly what `gate` accepts. Only annotations are added (title, descriptions, defaults, examples from
+Each is the meta-schema the loader already validates with (gate/contract/file_schema.py with every check's own
+`options_schema`, gate/score/scorecard_schema.py, gate/train/spec_schema.py), so an editor that checks a file against
+it accepts exactly what `gate` accepts. Only annotations are added (title, descriptions, defaults, examples from
 gate/schema/docs.py) plus the names the loader checks in code (check names under `checks:` and
 `thresholds.max_findings`), so editors complete them too. The files are shipped in the wheel (gate/schema/*.json)
 and committed at the repository root (schemas/) for `# yaml-language-server: $schema=` lines; a test fails when
@@ -26,15 +26,15 @@ def file_name(kind: str) -> str:
 
 def _meta(kind: str) -> dict[str, Any]:
     if kind == "contract":
-        from gate.contract.meta import contract_schema
+        from gate.contract.file_schema import contract_schema
 
         return copy.deepcopy(contract_schema())
     if kind == "scorecard":
-        from gate.score.meta import SCORECARD_SCHEMA
+        from gate.score.scorecard_schema import SCORECARD_SCHEMA
 
         return copy.deepcopy(SCORECARD_SCHEMA)
     if kind == "trainspec":
-        from gate.train.meta import SPEC_SCHEMA
+        from gate.train.spec_schema import SPEC_SCHEMA
 
         return copy.deepcopy(SPEC_SCHEMA)
     raise ValueError(f"unknown schema kind {kind!r} (one of {', '.join(KINDS)})")

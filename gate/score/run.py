@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gate.engines.engine import Engine, EngineIdentity, canonical_json, request_to_dict
+from gate.engines.types import Response
 from gate.score.scorecard import Scorecard
 from gate.score.types import Item, Score
-from gate.serve.engine import Engine, EngineIdentity, canonical_json, request_to_dict
-from gate.serve.types import Response
 
 ROLES = ("candidate", "baseline")
 EXAMPLES_PER_SCORER = 5  # failing items quoted (redacted) per suite and scorer in scores.md
@@ -103,7 +103,7 @@ def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
     if spec.model_hash and kind != "url":
         raise GateError("--model-hash applies to --engine url only (local weights are hashed by gate)")
     if kind == "embedded":
-        from gate.serve.embedded import EmbeddedEngine
+        from gate.engines.embedded import EmbeddedEngine
 
         return EmbeddedEngine(spec.model, adapter=spec.adapter, chat_template=chat_template)
     if kind == "url":
@@ -111,18 +111,18 @@ def build_engine(kind: str, spec: ModelSpec, *, base_url: str | None = None,
             raise GateError("--engine url needs --base-url")
         if spec.adapter:
             raise GateError("--adapter does not apply to --engine url (name the served adapter as the model)")
-        from gate.serve.url import URLEngine
+        from gate.engines.url import URLEngine
 
         return URLEngine(base_url, spec.model, model_hash=spec.model_hash, stream=stream, concurrency=concurrency)
     if kind == "vllm":
-        from gate.serve.vllm import VLLMEngine
+        from gate.engines.vllm import VLLMEngine
 
         # the server parses tool calls and reasoning only when told which format the model writes
         return VLLMEngine(spec.model, adapter=spec.adapter, tool_call_parser=tool_parser,
                           reasoning_parser=reasoning_parser, chat_template=chat_template, stream=stream,
                           concurrency=concurrency)
     if kind == "sglang":
-        from gate.serve.sglang import SGLangEngine
+        from gate.engines.sglang import SGLangEngine
 
         return SGLangEngine(spec.model, adapter=spec.adapter, tool_call_parser=tool_parser,
                             reasoning_parser=reasoning_parser, chat_template=chat_template, stream=stream,
@@ -171,9 +171,9 @@ def run_model(scorecard: Scorecard, spec: ModelSpec, engine: Engine, *, comparis
               progress: ProgressFactory | None = None) -> ModelRun:
     """Answers and scores every (limited) suite item with an already wrapped engine; records the run."""
     from gate import __version__
+    from gate.engines.cache import CachedEngine
+    from gate.engines.engine import watch_answers
     from gate.score.metrics import aggregate
-    from gate.serve.cache import CachedEngine
-    from gate.serve.engine import watch_answers
     from gate.store.metrics import record_metrics
     from gate.store.scores import begin_score_run, finish_score_run
 
@@ -282,7 +282,7 @@ def run_score(scorecard: Scorecard, models: list[ModelSpec], factory: EngineFact
               epoch: int = 0, limit: int | None = None, db: str | None = None,
               options: dict[str, Any] | None = None, progress: ProgressFactory | None = None) -> ScoreOutcome:
     """Runs every model in turn (one engine up at a time: two models rarely fit side by side) through the cache."""
-    from gate.serve.cache import CachedEngine, ResponseCache
+    from gate.engines.cache import CachedEngine, ResponseCache
 
     validate_items(scorecard, limit)
     cache = ResponseCache(cache_path)

@@ -19,12 +19,12 @@ from typing import Any
 
 from gate import yamlio
 from gate.contract.model import thaw
+from gate.engines.types import Request
 from gate.errors import GateError, InputError
 from gate.io.rows import iter_jsonl
-from gate.score.meta import SCORECARD_SCHEMA
+from gate.score.scorecard_schema import SCORECARD_SCHEMA
 from gate.score.scorers import KEYS
 from gate.score.types import Item
-from gate.serve.types import Request
 
 
 class ScorecardError(GateError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gate.serve.types import Response
+from gate.engines.types import Response
 
 # Error taxonomy of the tool-execution scorer (machine-readable; BFCL-like). An unparseable answer is a
 # parse_failure, never an abstention.

@@ -1,4 +1,4 @@
-"""The response cache's table: answers keyed by everything that can change them (gate.serve.cache makes the key).
+"""The response cache's table: answers keyed by everything that can change them (gate.engines.cache makes the key).
 
 Why a table of its own in the store: SQL lives in gate/store, and the cache is usually the record's own file
 (`gate score` keeps it there), so its schema belongs beside the record's. The cache opens its own short

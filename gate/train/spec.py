@@ -1,4 +1,4 @@
-"""Loading a training spec: YAML with line numbers, validated against `gate.train.meta`, frozen afterwards.
+"""Loading a training spec: YAML with line numbers, validated against `gate.train.spec_schema`, frozen afterwards.
 
 The YAML reader is the contract's (`gate.yamlio`: duplicate keys refused, errors pointed at their line), so a spec
 and a contract fail the same way. Paths are resolved relative to the spec file, so a spec can be run from any
@@ -15,7 +15,7 @@ from typing import Any
 
 from gate import yamlio
 from gate.errors import GateError
-from gate.train.meta import SPEC_SCHEMA
+from gate.train.spec_schema import SPEC_SCHEMA
 
 
 class SpecError(GateError):

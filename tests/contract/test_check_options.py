@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gate.contract import load_contract
-from gate.contract.meta import contract_schema
+from gate.contract.file_schema import contract_schema
 from gate.data.registry import CHECKS
 from gate.errors import ContractError
 from gate.names import CHECK_NAMES

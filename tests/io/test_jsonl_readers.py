@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from gate.data.evalsets import load_eval_items
+from gate.engines.parity import read_prompts
 from gate.errors import InputError
 from gate.io.dataset import SplitStats, discover, iter_chunks
 from gate.io.rows import parse_chunk
 from gate.probe.batch import read_rows
 from gate.release.metrics_jsonl import read_metrics
 from gate.score.scorecard import load_suite
-from gate.serve.parity import read_prompts
 
 #: a row every reader accepts: a suite item, an evaluation item, a metrics row and a probe row at once
 GOOD = {"id": "a", "category": "c", "messages": [{"role": "user", "content": "hi"}], "expected": "ok",

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from gate.contract.schemas import LOOSE_FORMATS, available_formats, default_formats
+from gate.engines.types import Response
 from gate.score.extract import flexible_json, strict_json
 from gate.score.scorecard import ScorecardError, load_scorecard
 from gate.score.scorers.format import FormatValidity
 from gate.score.types import Item
-from gate.serve.types import Response
 
 ROOT = Path(__file__).resolve().parents[2]
 ITEM = Item(id="x-1", category="c", messages=({"role": "user", "content": "hi"},), expected=None)

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from gate.engines.types import Response
 from gate.score.scorers.operations import Operations, ProcessMemory
 from gate.score.types import Item
-from gate.serve.types import Response
 from gate.testing.fake_openai import FakeOpenAI
 from tests.conftest import ROOT, run_gate
 

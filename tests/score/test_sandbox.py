@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gate.engines.types import Response, ToolCall
 from gate.score.sandbox import Limits, run_calls
 from gate.score.scorers.tools import ToolExecution
 from gate.score.types import Item
-from gate.serve.types import Response, ToolCall
 
 HOSTILE = Path(__file__).with_name("hostile_tools.py")
 FAST = Limits(cpu_s=1, wall_s=2, memory_mb=256, output_bytes=1 << 20)

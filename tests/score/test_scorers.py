@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from gate.engines.types import Response, ToolCall
 from gate.score.scorers.format import FormatValidity
 from gate.score.scorers.refusal import Refusal
 from gate.score.scorers.task import ExactMatch, FieldMatch
 from gate.score.scorers.tools import ToolExecution, normalize_value
 from gate.score.types import Item
-from gate.serve.types import Response, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIAGE = {"product": "billing", "severity": "high", "next_action": "refund_review"}

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from gate.engines.types import Response
 from gate.errors import InputError
 from gate.score.scorers.support import FactualSupport
 from gate.score.types import Item
-from gate.serve.types import Response
 
 PASSAGE = ("Returns are accepted within 30 days of delivery. Items must be unused and in their original packaging. "
            "Refunds go back to the original payment method within 5 business days of the return arriving.")

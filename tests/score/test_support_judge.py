@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from gate.engines.types import Response
 from gate.score.scorers.support import JUDGE_PROMPT, JUDGE_PROMPT_VERSION, FactualSupport, parse_verdicts
 from gate.score.types import Item
-from gate.serve.types import Response
 from gate.testing.fake_openai import FakeOpenAI, chat_reply
 
 PASSAGE = "Returns are accepted within 30 days of delivery. Refunds take 5 business days."

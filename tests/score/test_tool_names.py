@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+from gate.engines.types import Response, ToolCall
 from gate.score.run import _examples
 from gate.score.scorers.tools import ToolExecution, mask_except
 from gate.score.types import Item
-from gate.serve.types import Response, ToolCall
 
 LONG_A, LONG_B = "calculate_triangle_area_v2", "calculate_circle_area_v2"
 TOOLS = [{"type": "function", "function": {"name": n, "parameters": {

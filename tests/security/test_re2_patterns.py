@@ -74,8 +74,8 @@ def test_each_matcher_takes_under_a_second_on_the_attack(shape: str) -> None:
     (also as read by `additionalProperties` and `unevaluatedProperties`, jsonschema's own use Python's `re`)."""
     from gate.contract import schemas
     from gate.contract.patterns import compile_pattern
+    from gate.engines.types import Response
     from gate.score.scorers.refusal import Refusal
-    from gate.serve.types import Response
 
     adv = SHAPES[shape]
     checks = [

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from gate.serve.cache import CachedEngine, ResponseCache, cache_key
-from gate.serve.engine import EngineIdentity
-from gate.serve.types import Request
-from gate.serve.url import URLEngine
+from gate.engines.cache import CachedEngine, ResponseCache, cache_key
+from gate.engines.engine import EngineIdentity
+from gate.engines.types import Request
+from gate.engines.url import URLEngine
 
 BASE = Request(messages=({"role": "user", "content": "hi"},))
 IDENT = EngineIdentity(engine="vllm", engine_version="0.32.0", model="tiny", model_hash="m1", adapter="a",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gate.serve.types import Request
+from gate.engines.types import Request
 from tests.conftest import ROOT, gate_inprocess, write_jsonl
 
 GLM = ROOT / "fixtures" / "tokenizers" / "glm-tiny"
@@ -36,7 +36,7 @@ def _glm_engine():
     pytest.importorskip("transformers")
     from transformers import AutoTokenizer
 
-    from gate.serve.embedded import EmbeddedEngine
+    from gate.engines.embedded import EmbeddedEngine
 
     eng = EmbeddedEngine(GLM)
     eng._tok = AutoTokenizer.from_pretrained(GLM)  # rendering needs the tokenizer only; glm-tiny has no weights
@@ -80,10 +80,10 @@ def test_every_request_body_carries_the_kwargs_through_gate_score(fake, tmp_path
 
 
 def test_the_kwargs_are_part_of_the_cache_key_and_the_prompt_hash(fake, tmp_path: Path) -> None:
+    from gate.engines.cache import CachedEngine, ResponseCache, cache_key
+    from gate.engines.engine import request_to_dict
+    from gate.engines.url import URLEngine
     from gate.score.run import prompt_hash
-    from gate.serve.cache import CachedEngine, ResponseCache, cache_key
-    from gate.serve.engine import request_to_dict
-    from gate.serve.url import URLEngine
 
     off = Request(messages=({"role": "user", "content": "hi"},), chat_template_kwargs={"enable_thinking": False})
     on = dataclasses.replace(off, chat_template_kwargs={"enable_thinking": True})
@@ -105,7 +105,7 @@ def test_the_kwargs_are_part_of_the_cache_key_and_the_prompt_hash(fake, tmp_path
 
 
 def test_a_site_extra_body_adds_to_the_scorecard_kwargs() -> None:
-    from gate.serve.client import build_payload
+    from gate.engines.client import build_payload
 
     req = Request(messages=({"role": "user", "content": "hi"},), chat_template_kwargs={"enable_thinking": False})
     body = build_payload(req, "m", extra_body={"chat_template_kwargs": {"clear_thinking": False}})

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from gate.serve.client import OpenAIClient, build_payload
-from gate.serve.server import free_port
-from gate.serve.types import Request
+from gate.engines.client import OpenAIClient, build_payload
+from gate.engines.server import free_port
+from gate.engines.types import Request
 
 TOOLS = ({"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}},)

@@ -10,8 +10,8 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from fixtures.build_tiny_model import build
-from gate.serve.embedded import EmbeddedEngine
-from gate.serve.types import Request
+from gate.engines.embedded import EmbeddedEngine
+from gate.engines.types import Request
 
 TOOLS = ({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},)
 
@@ -58,7 +58,7 @@ def test_adapter_changes_answers_and_identity(engine, tiny):
 
 
 def test_bad_model_dir_is_one_line_engine_error(tmp_path):
-    from gate.serve.engine import EngineError
+    from gate.engines.engine import EngineError
 
     with pytest.raises(EngineError, match="cannot load model") as ei:
         EmbeddedEngine(tmp_path).start()

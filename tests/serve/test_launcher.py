@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gate.serve.engine import EngineError
-from gate.serve.server import ServerProcess, free_port
-from gate.serve.sglang import SGLangEngine, request_model, sglang_command
-from gate.serve.types import Request
-from gate.serve.vllm import VLLMEngine, lora_rank, output_flags, vllm_command
+from gate.engines.engine import EngineError
+from gate.engines.server import ServerProcess, free_port
+from gate.engines.sglang import SGLangEngine, request_model, sglang_command
+from gate.engines.types import Request
+from gate.engines.vllm import VLLMEngine, lora_rank, output_flags, vllm_command
 
 FAKE = str(Path(__file__).resolve().parents[2] / "gate" / "testing" / "fake_openai.py")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.serve.sglang import SGLangEngine, sglang_command
+from gate.engines.sglang import SGLangEngine, sglang_command
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("SGLANG_VENV", ROOT / ".venv-sglang"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.serve.sglang import SGLangEngine, gpu_devices
+from gate.engines.sglang import SGLangEngine, gpu_devices
 from tests.conftest import ROOT, run_gate
 
 no_gpu = pytest.mark.skipif(bool(gpu_devices()), reason="this machine has a GPU: tools/gpu-smoke.sh covers it")
@@ -47,7 +47,7 @@ def test_gate_score_engine_sglang_without_a_gpu_is_one_line(tiny, tmp_path: Path
 
 @no_gpu
 def test_engine_start_refuses_before_launching_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gate.serve.engine import EngineError
+    from gate.engines.engine import EngineError
 
     log = tmp_path / "sglang.log"
     eng = SGLangEngine("m", python=str(tmp_path / "no-python"), log_path=log, port=1)

@@ -51,7 +51,7 @@ def thinking_template(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def server(tiny, tmp_path_factory):
-    from gate.serve.vllm import VLLMEngine
+    from gate.engines.vllm import VLLMEngine
 
     logs = tmp_path_factory.mktemp("vllm")
     eng = VLLMEngine(tiny[0], adapter=tiny[1], served_model_name="tiny", adapter_name="tinylora", python=str(PY),
@@ -63,7 +63,7 @@ def server(tiny, tmp_path_factory):
 
 
 def ask(text: str, **kw):
-    from gate.serve.types import Request
+    from gate.engines.types import Request
 
     kw.setdefault("max_tokens", 16)
     return Request(messages=({"role": "user", "content": text},), **kw)
@@ -141,9 +141,9 @@ def test_factual_support_judge_through_the_real_server(server, tmp_path):
     """The support scorer's judge method speaks to the real vLLM server: the versioned prompt goes out, the
     answer comes back through the response cache (the second score is a cache hit), and a tiny model's free text,
     which carries no "N: VERDICT" line, scores as unsupported, never as supported or as an error."""
+    from gate.engines.types import Response
     from gate.score.scorers.support import JUDGE_PROMPT_VERSION, FactualSupport
     from gate.score.types import Item
-    from gate.serve.types import Response
 
     it = Item("kb-1", "kb", ({"role": "user", "content": "?"},), {},
               extra={"passages": ["Returns are accepted within 30 days of delivery."]})
@@ -172,7 +172,7 @@ def test_chat_template_kwargs_reach_the_real_servers_template(server):
 def test_the_real_server_lists_its_lora_module_with_a_parent(server):
     """gate's url engine tells an adapter from a base model by the `parent` of its /v1/models entry: vLLM's own
     listing must carry it, or a served adapter scored alone would pass as a baseline."""
-    from gate.serve.url import URLEngine
+    from gate.engines.url import URLEngine
 
     lora = URLEngine(server.client.base_url, "tinylora")
     lora.start()

@@ -110,10 +110,10 @@ def test_the_embedded_engine_reads_the_same_calls_from_raw_text(scored):
 def test_raw_text_scoring_and_wrong_answers(model, scored):
     """The same answers as raw text (no server parser) score the same; against a gold with another function or
     another value, vLLM's answers are wrong, each for its own reason."""
+    from gate.engines.embedded import EmbeddedEngine
+    from gate.engines.types import Response, ToolCall
     from gate.score.scorecard import load_scorecard
     from gate.score.types import Item
-    from gate.serve.embedded import EmbeddedEngine
-    from gate.serve.types import Response, ToolCall
     from gate.template.toolcalls import parse, schemas_of
 
     card = load_scorecard(SCORECARD)

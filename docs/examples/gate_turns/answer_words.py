@@ -6,8 +6,8 @@ and a scorecard's gates may reference only the keys it declares.
 
 from __future__ import annotations
 
+from gate.engines.types import Response
 from gate.score.types import Item, Score
-from gate.serve.types import Response
 
 
 class AnswerWords:

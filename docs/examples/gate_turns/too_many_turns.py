@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import RowCheck, RowFinding
 
 

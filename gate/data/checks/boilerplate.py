@@ -21,7 +21,7 @@ import numpy as np
 import xxhash
 
 from gate.contract import Contract
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.text import normalize
 from gate.errors import GateError

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import Batch, CheckResult, Finding
 from gate.data.checks.near_duplicate import _ClusterCheck
 from gate.data.evalsets import EvalItem, load_eval_items

@@ -19,7 +19,7 @@ from jsonschema.exceptions import ValidationError
 
 from gate.contract import schemas
 from gate.contract.expectations import compile_rules, run_rules
-from gate.contract.meta import NO_OPTIONS
+from gate.contract.file_schema import NO_OPTIONS
 from gate.contract.model import Contract, thaw
 from gate.contract.patterns import combine, compile_pattern
 from gate.contract.rows import fast_row_check, row_schema

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
-from gate.contract.meta import NO_OPTIONS
+from gate.contract.file_schema import NO_OPTIONS
 from gate.data.base import Batch, Check, CheckResult, Finding, IncrementalView
 from gate.data.dedup_text import dedup_texts
 

@@ -14,7 +14,7 @@ import numpy as np
 import xxhash
 
 from gate.contract import Contract
-from gate.contract.meta import NO_OPTIONS
+from gate.contract.file_schema import NO_OPTIONS
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.groups import group_of
 from gate.pii.redact import value_snippet as snippet

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import Batch, Check, Finding
 from gate.data.text import row_chars
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.contract import Contract
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding, IncrementalView
 from gate.data.dedup_text import dedup_texts
 from gate.data.neardup import (

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from gate.contract import Contract
-from gate.contract.meta import ROLES, check_options
+from gate.contract.file_schema import ROLES, check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.pii_scan import RowScanner
 from gate.data.scrub_rules import ScrubRules

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gate.contract import Contract
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding, RunContext
 from gate.data.dedup_text import dedup_texts
 from gate.data.memo import TextMemo

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 from gate.contract import Contract
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.engines.types import Response
 from gate.score.extract import flexible_json, strict_reason
 from gate.score.types import Item, Score
-from gate.serve.types import Response
 
 
 def _formats_used(node: Any, out: set[str]) -> set[str]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from gate.engines.types import Response
 from gate.score.types import Item, Score
-from gate.serve.types import Response
 
 # keys whose distribution matters (percentiles), as opposed to rates (means)
 LATENCY_KEYS = ("latency_s", "ttft_s", "output_tokens_per_s")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.engines.types import Response
 from gate.score.extract import strict_json
 from gate.score.types import Item, Score
-from gate.serve.types import Response
 
 DEFAULT_PATTERNS: tuple[str, ...] = (
     r"(?i)\b(i|we)\s*(can(?:no|')?t|cannot|am unable to|are unable to|won'?t|will not|am not able to|"

@@ -17,9 +17,9 @@ import re
 import string
 from typing import Any
 
+from gate.engines.types import Response
 from gate.errors import InputError
 from gate.score.types import Item, Score
-from gate.serve.types import Response
 
 LETTERS = string.ascii_uppercase
 

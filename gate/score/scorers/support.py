@@ -39,10 +39,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from gate.engines.types import Request, Response
 from gate.errors import InputError
 from gate.pii.redact import mask_loose
 from gate.score.types import Item, Score
-from gate.serve.types import Request, Response
 
 STOP = frozenset("""a an the and or but if then so of to in on at by for with from as is are was were be been being it
 its this that these those there here i you he she we they me him her us them my your our their what which who whom
@@ -524,8 +524,8 @@ class FactualSupport:
 
             raise GateError(self._judge_failed)
         if self._judge is None:
-            from gate.serve.cache import CachedEngine, ResponseCache
-            from gate.serve.url import URLEngine
+            from gate.engines.cache import CachedEngine, ResponseCache
+            from gate.engines.url import URLEngine
             from gate.store.db import db_path
 
             o = self.judge_options

@@ -10,9 +10,9 @@ import json
 import re
 from typing import Any
 
+from gate.engines.types import Response
 from gate.score.extract import flexible_json, strict_json
 from gate.score.types import Item, Score
-from gate.serve.types import Response
 
 
 def _norm_text(value: Any, case: bool, space: bool) -> Any:

@@ -29,11 +29,11 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from gate.engines.types import Response
 from gate.io.jsonkind import json_kind
 from gate.score.extract import flexible_json
 from gate.score.sandbox import Execution, Limits, run_calls
 from gate.score.types import Item, Score
-from gate.serve.types import Response
 
 _BFCL_STRIP = re.compile(r"[ ,./\-_*^]")
 _NOT_GIVEN = object()

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from gate.serve.types import Request, Response, ToolCall
+from gate.engines.types import Request, Response, ToolCall
 from gate.settings import positive_seconds
 
 REMOVED_FIELDS = frozenset({"guided_json", "guided_regex", "guided_choice", "guided_grammar",

@@ -18,8 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from gate.engines.types import Request, Response, ToolCall
 from gate.errors import GateError
-from gate.serve.types import Request, Response, ToolCall
 
 # Files at or below this size are hashed in full. Above it (multi-GB safetensors shards of a 750B model) we hash the
 # name, size and the first and last MiB: a changed shard changes its header (tensor offsets) or its tail, and reading

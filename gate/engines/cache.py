@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gate.serve.engine import (
+from gate.engines.engine import (
     Engine,
     EngineIdentity,
     canonical_json,
@@ -24,7 +24,7 @@ from gate.serve.engine import (
     response_from_dict,
     response_to_dict,
 )
-from gate.serve.types import Request, Response
+from gate.engines.types import Request, Response
 from gate.store import responses as table
 
 KEY_VERSION = 1  # bump when the key recipe changes so old rows can never match
@@ -144,7 +144,7 @@ class CachedEngine(Engine):
         (an engine without the hook) is reported when it returns, so the count always reaches len(requests)."""
         if self.on_answers is None:
             return self.engine.generate(requests)
-        from gate.serve.engine import watch_answers
+        from gate.engines.engine import watch_answers
 
         seen = [0]
 

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.serve.engine import EngineError, EngineIdentity, hash_path, hash_text, read_chat_template
-from gate.serve.server import ServerEngine, free_port
-from gate.serve.vllm import lora_rank, output_flags
+from gate.engines.engine import EngineError, EngineIdentity, hash_path, hash_text, read_chat_template
+from gate.engines.server import ServerEngine, free_port
+from gate.engines.vllm import lora_rank, output_flags
 
 
 def sglang_python(explicit: str | None = None) -> str:

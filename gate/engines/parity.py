@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gate.engines.engine import Engine, EngineError
+from gate.engines.types import Request, Response
 from gate.errors import GateError
 from gate.io.rows import iter_jsonl
-from gate.serve.engine import Engine, EngineError
-from gate.serve.types import Request, Response
 
 KINDS = ("engine", "dtype", "merge")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -175,17 +175,17 @@ def plan_variants(engines: Sequence[str], dtypes: Sequence[str], *, merged: bool
 def make_engine(variant: Variant, model: str, adapter: str | None, *, log_dir: Path) -> Engine:
     """The engine for one variant; batch size 1 in-process, so padding never enters the comparison."""
     if variant.engine == "embedded":
-        from gate.serve.embedded import EmbeddedEngine
+        from gate.engines.embedded import EmbeddedEngine
 
         return EmbeddedEngine(model, adapter=adapter, dtype=variant.dtype, batch_size=1)
     if variant.engine == "vllm":
-        from gate.serve.vllm import VLLMEngine, server_python
+        from gate.engines.vllm import VLLMEngine, server_python
 
         py = server_python()
         return VLLMEngine(model, adapter=adapter, dtype=variant.dtype, python=py, max_model_len=2048,
                           enforce_eager=True, log_path=log_dir / f"vllm-{variant.dtype}.log", ready_timeout_s=300,
                           concurrency=4)
-    from gate.serve.sglang import SGLangEngine
+    from gate.engines.sglang import SGLangEngine
 
     return SGLangEngine(model, adapter=adapter, extra_args=("--dtype", variant.dtype),
                         log_path=log_dir / f"sglang-{variant.dtype}.log")

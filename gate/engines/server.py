@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from gate.serve.client import OpenAIClient
-from gate.serve.engine import Engine, EngineError, EngineIdentity
-from gate.serve.types import Request, Response
+from gate.engines.client import OpenAIClient
+from gate.engines.engine import Engine, EngineError, EngineIdentity
+from gate.engines.types import Request, Response
 
 _LIVE: set[ServerProcess] = set()
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gate.serve.client import OpenAIClient
-from gate.serve.engine import Engine, EngineError, EngineIdentity, canonical_json, hash_text
-from gate.serve.types import Request, Response
+from gate.engines.client import OpenAIClient
+from gate.engines.engine import Engine, EngineError, EngineIdentity, canonical_json, hash_text
+from gate.engines.types import Request, Response
 
 
 class URLEngine(Engine):

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from gate import install_hint
-from gate.serve.engine import Engine, EngineError, EngineIdentity, hash_path, hash_text, read_chat_template
-from gate.serve.types import Request, Response
+from gate.engines.engine import Engine, EngineError, EngineIdentity, hash_path, hash_text, read_chat_template
+from gate.engines.types import Request, Response
 from gate.template.toolcalls import detect_format, parse_tool_calls, schemas_of, split_reasoning
 
 

@@ -1,4 +1,4 @@
-"""The schema of a scorecard file itself (like gate/contract/meta.py for contracts).
+"""The schema of a scorecard file itself (like gate/contract/file_schema.py for contracts).
 
 One validator catches every unknown key, wrong type or missing value and the loader reports it with its YAML
 line. Gates are plain data for the release step: only their shape is checked here.

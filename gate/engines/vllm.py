@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.serve.engine import EngineIdentity, hash_path, hash_text, read_chat_template
-from gate.serve.server import ServerEngine, free_port
+from gate.engines.engine import EngineIdentity, hash_path, hash_text, read_chat_template
+from gate.engines.server import ServerEngine, free_port
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vLLM's accepted --max-lora-rank values
 
