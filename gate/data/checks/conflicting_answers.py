@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from gate.data.text import normalize, row_text
 from gate.io.digest import text_digest
 
 PROMPT_ROLES = ("system", "user")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # a function name (shown unmasked, as the tool scorer does)
 _TOKEN = re.compile(r"\w+(?:[-.@/]\w+)*")
 
 
@@ -58,6 +60,8 @@ class Difference:
     path: str
     left: Any
     right: Any
+    #: False for a difference no slot value can explain: another function, or a call only one answer makes
+    slot: bool = True
 
 
 def answer_of(row: dict[str, Any], structured: bool) -> Answer:
@@ -118,7 +122,7 @@ def differences(a: Answer, b: Answer, arg_mode: str, answer_threshold: float) ->
             x = ca[i] if i < len(ca) else None
             y = cb[i] if i < len(cb) else None
             if x is None or y is None or tool_key(x[0]) != tool_key(y[0]):
-                diffs.append(Difference(f"tool_calls[{i}]", _call_text(x), _call_text(y)))
+                diffs.append(Difference(f"tool_calls[{i}]", _call_text(x), _call_text(y), slot=False))
                 continue
             ax, ay = dict(x[1]), dict(y[1])
             for k in sorted(set(ax) | set(ay)):
@@ -171,6 +175,8 @@ def explained_by_slots(prompt_a: str, prompt_b: str, diffs: list[Difference], ru
     if not only_a and not only_b:
         return False
     for d in diffs:
+        if not d.slot:
+            return False
         left, right = d.left, d.right
         if rule == "conflicting_answers.text":  # the words the answers differ in, not the whole texts
             wl, wr = tokens(left), tokens(right)
@@ -219,6 +225,10 @@ class ConflictingAnswersCheck(Check):
         self._templated = bool(opts.get("templated", True))
         self._max_cluster = int(opts.get("max_cluster", 200))
         self._structured = contract.output_format == "json"
+        #: per output field, the values its schema enumerates: configuration, shown unmasked (as tool names are)
+        props = (contract.output_schema or {}).get("properties") or {}
+        self._enums = {k: {json.dumps(v) for v in p.get("enum") or ()}
+                       for k, p in props.items() if isinstance(p, Mapping)}
         self._users: list[str] = []  # the user turns: what LSH clusters (a shared system prompt would join all)
         self._texts: list[str] = []  # the whole prompt: system and user turns
         self._keys: list[tuple[int, int]] = []
@@ -320,6 +330,7 @@ class ConflictingAnswersCheck(Check):
     def _finding(self, a: int, b: int, kept: int, size: int, rule: str, diffs: list[Difference],
                  jac: float) -> Finding:
         from gate.pii.redact import value_snippet
+        from gate.score.scorers.tools import mask_except
 
         (sa, la), (sb, lb) = self._keys[a], self._keys[b]
         split_a, split_b = self._splits[sa], self._splits[sb]
@@ -327,10 +338,18 @@ class ConflictingAnswersCheck(Check):
             f" (id {self._ids[a]})" if self._ids[a] else "")
         free = rule == "conflicting_answers.text"
 
-        def shown(v: Any) -> str:
-            return "(absent)" if v is _MISSING else value_snippet(v, 40, words=free)
+        def shown(path: str, v: Any) -> str:
+            if v is _MISSING:
+                return "(absent)"
+            if rule == "conflicting_answers.field" and json.dumps(v) in self._enums.get(path, ()):
+                return str(v)
+            if rule == "conflicting_answers.tool_call" and isinstance(v, str):  # function names stay readable
+                return mask_except(v, names, lambda t: value_snippet(t, 40))
+            return value_snippet(v, 40, words=free)
 
-        parts = [f"{d.path} {shown(d.right)} here, {shown(d.left)} there" for d in diffs[:4]]
+        names = {c[0] for i in (a, b) for c in self._answers[i].calls or () if _NAME.fullmatch(c[0])}
+
+        parts = [f"{d.path} {shown(d.path, d.right)} here, {shown(d.path, d.left)} there" for d in diffs[:4]]
         more = f" (+{len(diffs) - 4} more)" if len(diffs) > 4 else ""
         what = "answer" if free else ", ".join(d.path for d in diffs)
         snippet = "; ".join(parts) + more if self.context.snippets else None
