@@ -128,6 +128,7 @@ CHECKS: dict[str, str] = {
     "contract": "every row against the contract: fields, messages, output schema, tools, refusal rules",
     "exact_duplicate": "identical rows (after normalisation of the `text:` section)",
     "near_duplicate": "near-identical rows (MinHash, datasketch-compatible)",
+    "conflicting_answers": "rows with the same or near-same prompt whose answers disagree (label noise)",
     "semantic_duplicate": "rows of one split that say the same thing in other words (all-MiniLM-L6-v2 cosine)",
     "pii": "personal data (presidio-analyzer; names and places with the spaCy model)",
     "secret": "keys, tokens and passwords (detect-secrets plus gate's own patterns)",
