@@ -99,6 +99,10 @@ CONTRACT: dict[str, dict[str, Any]] = {
     "tokenizer.path": {"description": "Tokenizer directory (relative to the contract) or cache id.",
                        "examples": ["../models/tokenizer"]},
     "tokenizer.revision": {"description": "Pinned snapshot of a cached id."},
+    "rules": {"description": "The labelling rules reviewers cite when they correct a row: rule id -> what it says. A "
+                             "correction (`gate apply`) gives its reason as free text or as `rule:<id>` of this list, "
+                             "so evaluators read the same rule.",
+              "examples": [{"outage-escalates": "A service that is down for everyone is escalated to engineering."}]},
     "evaluation_sets": {"description": "Evaluation files (relative to the contract) training rows must not "
                                        "contain (the `contamination` check).",
                         "examples": [["../scorecards/suites/heldout.jsonl"]]},

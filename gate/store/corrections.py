@@ -1,0 +1,51 @@
+"""The record of `gate apply`: one row per applied correction in `corrections`, so a release's data provenance and
+the dashboard can say how many rows were corrected and by which rule (the SQL of corrections lives here)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from gate.store.db import _insert_arrow, connect
+
+DDL = [
+    """CREATE TABLE IF NOT EXISTS corrections (
+        apply_id VARCHAR, applied_at TIMESTAMPTZ, dataset VARCHAR, output VARCHAR, input_sha256 VARCHAR,
+        output_sha256 VARCHAR, corrections_sha256 VARCHAR, row_id VARCHAR, split VARCHAR, "row" BIGINT,
+        field VARCHAR, old JSON, new JSON, reason VARCHAR, rule VARCHAR, reviewer VARCHAR, decided_at VARCHAR)""",
+]
+COLUMNS = ["apply_id", "applied_at", "dataset", "output", "input_sha256", "output_sha256", "corrections_sha256",
+           "row_id", "split", "row", "field", "old", "new", "reason", "rule", "reviewer", "decided_at"]
+
+
+def _digest(hashes: dict[str, str]) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
+
+
+def record_apply(manifest: dict[str, Any], out: str, path: str | None = None) -> int:
+    """Records the corrections of one `gate apply` (its manifest); an apply already recorded (same `key`: the same
+    input and corrections) is not recorded twice. Returns the rows written."""
+    with connect(path, extra_ddl=DDL) as con:
+        seen = con.execute("SELECT count(*) FROM corrections WHERE apply_id = ?", [manifest["key"]]).fetchall()[0][0]
+        if seen:
+            return 0
+        now = datetime.now(UTC)
+        rows = [{"apply_id": manifest["key"], "applied_at": now, "dataset": manifest["dataset"], "output": out,
+                 "input_sha256": _digest(manifest["inputs"]), "output_sha256": _digest(manifest["outputs"]),
+                 "corrections_sha256": manifest["corrections_sha256"], "row_id": c["id"], "split": c["split"],
+                 "row": c["row"], "field": c["field"], "old": json.dumps(c["old"]), "new": json.dumps(c["new"]),
+                 "reason": c["reason"], "rule": c["rule"], "reviewer": c["reviewer"], "decided_at": c["time"]}
+                for c in manifest["applied"]]
+        _insert_arrow(con, "corrections", rows, COLUMNS)
+        return len(rows)
+
+
+def corrections_by_rule(path: str | None = None) -> list[tuple[str | None, int, int]]:
+    """(rule or None for free-text reasons, corrections, distinct rows) over every recorded apply."""
+    with connect(path, extra_ddl=DDL) as con:
+        return [tuple(r) for r in con.execute(  # type: ignore[misc]
+            "SELECT rule, count(*), count(DISTINCT row_id) FROM corrections GROUP BY rule ORDER BY rule NULLS LAST"
+        ).fetchall()]
