@@ -73,7 +73,6 @@ def sha256_file(path: Path) -> str:
 def parse_path(path: str) -> list[str | int]:
     """`messages[-1].content` -> ["messages", -1, "content"]; a malformed path raises ValueError."""
     parts: list[str | int] = []
-    pos = 0
     for seg in path.split("."):
         if not seg:
             raise ValueError("empty path segment")
@@ -85,7 +84,6 @@ def parse_path(path: str) -> list[str | int]:
             tok = m.group(0)
             parts.append(int(tok[1:-1]) if tok.startswith("[") else tok)
             i = m.end()
-        pos += 1
     return parts
 
 
@@ -260,8 +258,11 @@ def apply_corrections(dataset: str, corrections_path: str, out: str, contract: A
     from gate.io.atomic import atomic_dir
 
     splits = _jsonl_splits(dataset)
-    if Path(out).resolve() in {p.resolve().parent for _, p in splits} | {Path(dataset).resolve()}:
-        raise GateError("the output must not be the input (gate apply never changes its input)", file=out)
+    target = Path(out).resolve()
+    if any(p.resolve().is_relative_to(target) for _, p in splits) or \
+            target in {p.resolve().parent for _, p in splits}:  # OUT is replaced whole: it must not hold the input
+        raise GateError("the output must not be or contain the input (gate apply never changes its input)",
+                        file=out)
     corrections = load_corrections(corrections_path, dataset, contract)
     inputs = {f"{split}:{path.name}": sha256_file(path) for split, path in splits}
     corr_sha = sha256_file(Path(corrections_path))

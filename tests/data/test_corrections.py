@@ -115,3 +115,13 @@ def test_the_planted_conflict_is_gone_after_its_correction(tmp_path):
     apply_corrections(str(FIXTURES / "triage-faulty"), str(corr), str(out), contract)
     run = run_checks(str(out), contract, checks=["conflicting_answers"], progress=False, workers=1)
     assert run.results[0].findings == []
+
+
+def test_an_output_that_is_or_holds_the_input_is_refused(tmp_path):
+    data = _data(tmp_path)
+    corr = write_jsonl(tmp_path / "c.jsonl", [_fix(reason="checked by hand")])
+    before = _sha(data / "train.jsonl")
+    for out in (data, tmp_path):  # `-o` the dataset itself, or a folder holding it: replacing it would lose it
+        with pytest.raises(GateError, match="must not be or contain the input"):
+            apply_corrections(str(data), str(corr), str(out))
+    assert _sha(data / "train.jsonl") == before
