@@ -105,3 +105,14 @@ def test_free_text_answers_conflict_below_the_answer_threshold():
     long_a = "Restart the router, wait a minute and then sign in again with your usual password"
     assert answer_similarity(long_a, long_a + " please") > 0.5
     assert not differences(text(long_a), text(long_a + " please"), "bfcl", 0.5)[1]
+
+
+def test_the_same_question_under_another_system_prompt_is_another_input(tmp_path, triage_contract):
+    a = {"product": "mobile_app", "severity": "high", "next_action": "escalate_engineering"}
+    one, two = triage_row(1, TICKET, a), triage_row(2, TICKET, {**a, "severity": "low"})
+    two["messages"][0]["content"] = ("You answer for the archive team: every ticket here is an old one, closed long "
+                                     "ago, and you grade it for a retrospective of how the support queue was run.")
+    res = _run(tmp_path, [one, two], triage_contract)
+    assert res.findings == [] and res.counts["pairs_compared"] == 1
+    two["messages"][0]["content"] = one["messages"][0]["content"]
+    assert [f.row for f in _run(tmp_path, [one, two], triage_contract).findings] == [2]

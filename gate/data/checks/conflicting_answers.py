@@ -188,6 +188,11 @@ def explained_by_slots(prompt_a: str, prompt_b: str, diffs: list[Difference], ru
     return True
 
 
+def _prompt(system: str, user: str) -> str:
+    """The prompt text compared: the system turns, then the user turns."""
+    return f"{system}\n{user}" if system else user
+
+
 class ConflictingAnswersCheck(Check):
     name = "conflicting_answers"
     rules = ("conflicting_answers.field", "conflicting_answers.tool_call", "conflicting_answers.text")
@@ -230,7 +235,10 @@ class ConflictingAnswersCheck(Check):
         self._enums = {k: {json.dumps(v) for v in p.get("enum") or ()}
                        for k, p in props.items() if isinstance(p, Mapping)}
         self._users: list[str] = []  # the user turns: what LSH clusters (a shared system prompt would join all)
-        self._texts: list[str] = []  # the whole prompt: system and user turns
+        #: each row's system prompt, one shared object per distinct text (most datasets have one: kept once, not
+        #: once per row); the whole prompt is `_prompt(system, user)`
+        self._systems: list[str] = []
+        self._system_texts: dict[str, str] = {}
         self._keys: list[tuple[int, int]] = []
         self._ids: list[str | None] = []
         self._digests: list[bytes | None] = []  # of the normalised prompt; None: no user text
@@ -245,14 +253,17 @@ class ConflictingAnswersCheck(Check):
 
         out = []
         users = []
+        systems: dict[str, str] = {}  # one object per distinct system prompt: pickled once per batch
         for line, row in batch.rows:
             user = row_text(row, ("user",), include_tool_calls=False)
-            prompt = row_text(row, PROMPT_ROLES, include_tool_calls=False)
+            system = row_text(row, ("system",), include_tool_calls=False)
+            system = systems.setdefault(system, system)
             rid = row.get("id")
             users.append(user)
-            out.append((line, user, prompt,
+            out.append((line, user, system,
                         str(rid) if isinstance(rid, str | int) and not isinstance(rid, bool) else None,
-                        text_digest(normalize(prompt)) if user.strip() else None, answer_of(row, self._structured)))
+                        text_digest(normalize(_prompt(system, user))) if user.strip() else None,
+                        answer_of(row, self._structured)))
         sig, counts = compute_signatures(users, self._config)
         return batch.split, out, sketch_signatures(sig, counts, self._config.plan())
 
@@ -261,9 +272,9 @@ class ConflictingAnswersCheck(Check):
         if split not in self._splits:
             self._splits.append(split)
         s = self._splits.index(split)
-        for line, user, prompt, rid, digest, answer in rows:
+        for line, user, system, rid, digest, answer in rows:
             self._users.append(user)
-            self._texts.append(prompt)
+            self._systems.append(self._system_texts.setdefault(system, system))
             self._keys.append((s, line))
             self._ids.append(rid)
             self._digests.append(digest)
@@ -271,6 +282,9 @@ class ConflictingAnswersCheck(Check):
         if sketch is not None:
             self._sketches.append(sketch)
         self.counts["scanned"] += len(rows)
+
+    def _prompt_of(self, pos: int) -> str:
+        return _prompt(self._systems[pos], self._users[pos])
 
     def _groups(self) -> list[tuple[int, ...]]:
         """Prompt clusters (positions, kept first): the verified near-duplicate clusters of the user turns, and the
@@ -295,7 +309,7 @@ class ConflictingAnswersCheck(Check):
         return groups
 
     def finish(self) -> None:
-        if not self._texts:
+        if not self._users:
             return
         from gate.data.neardup import exact_pair_jaccard
 
@@ -317,10 +331,11 @@ class ConflictingAnswersCheck(Check):
                     continue
                 exact = self._digests[a] is not None and self._digests[a] == self._digests[b]
                 jac = 1.0 if exact else min(exact_pair_jaccard(self._users[a], self._users[b], self._config),
-                                            exact_pair_jaccard(self._texts[a], self._texts[b], self._config))
+                                            exact_pair_jaccard(self._prompt_of(a), self._prompt_of(b), self._config))
                 if jac < self._config.threshold:  # joined through others, or another system prompt
                     continue
-                if self._templated and not exact and explained_by_slots(self._texts[a], self._texts[b], diffs, rule):
+                if self._templated and not exact and explained_by_slots(self._prompt_of(a), self._prompt_of(b), diffs,
+                                                                        rule):
                     self.counts["templated_pairs"] += 1
                     continue
                 reported.add((a, b))
