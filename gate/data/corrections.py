@@ -248,6 +248,12 @@ def load_corrections(path: str, dataset: str, contract: Any = None) -> list[Corr
     return out
 
 
+def dataset_fingerprint(split_shas: list[tuple[str, str]]) -> str:
+    """The fingerprint `gate check` gives a dataset (gate.data.runner: its splits' sha256 in order), so a corrected
+    copy's check runs, and the releases that cite them, find the corrections that made it."""
+    return hashlib.sha256("".join(f"{split}:{sha};" for split, sha in split_shas).encode()).hexdigest()
+
+
 def _manifest_key(inputs: dict[str, str], corrections_sha: str) -> str:
     return hashlib.sha256(json.dumps([inputs, corrections_sha], sort_keys=True).encode()).hexdigest()
 
@@ -301,6 +307,8 @@ def apply_corrections(dataset: str, corrections_path: str, out: str, contract: A
         manifest = {
             "version": VERSION, "key": key, "dataset": str(dataset), "corrections_file": str(corrections_path),
             "corrections_sha256": corr_sha, "inputs": inputs, "outputs": outputs,
+            "input_fingerprint": dataset_fingerprint([(split, inputs[f"{split}:{p.name}"]) for split, p in splits]),
+            "output_fingerprint": dataset_fingerprint([(split, outputs[p.name]) for split, p in splits]),
             "rows_corrected": len(by_row), "corrections": len(corrections), "by_reason": by_reason,
             "applied": [{k: v for k, v in asdict(c).items() if k != "line"} for c in corrections],
         }

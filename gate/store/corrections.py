@@ -1,5 +1,6 @@
 """The record of `gate apply`: one row per applied correction in `corrections`, so a release's data provenance and
-the dashboard can say how many rows were corrected and by which rule (the SQL of corrections lives here)."""
+the dashboard can say how many rows were corrected and by which rule (the SQL of corrections lives here).
+`input_fingerprint` / `output_fingerprint` are the datasets' `gate check` fingerprints (gate.data.corrections)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,13 @@ from gate.store.db import _insert_arrow, connect
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS corrections (
-        apply_id VARCHAR, applied_at TIMESTAMPTZ, dataset VARCHAR, output VARCHAR, input_sha256 VARCHAR,
-        output_sha256 VARCHAR, corrections_sha256 VARCHAR, row_id VARCHAR, split VARCHAR, "row" BIGINT,
+        apply_id VARCHAR, applied_at TIMESTAMPTZ, dataset VARCHAR, output VARCHAR, input_fingerprint VARCHAR,
+        output_fingerprint VARCHAR, corrections_sha256 VARCHAR, row_id VARCHAR, split VARCHAR, "row" BIGINT,
         field VARCHAR, old JSON, new JSON, reason VARCHAR, rule VARCHAR, reviewer VARCHAR, decided_at VARCHAR)""",
 ]
-COLUMNS = ["apply_id", "applied_at", "dataset", "output", "input_sha256", "output_sha256", "corrections_sha256",
-           "row_id", "split", "row", "field", "old", "new", "reason", "rule", "reviewer", "decided_at"]
-
-
-def _digest(hashes: dict[str, str]) -> str:
-    import hashlib
-
-    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
+COLUMNS = ["apply_id", "applied_at", "dataset", "output", "input_fingerprint", "output_fingerprint",
+           "corrections_sha256", "row_id", "split", "row", "field", "old", "new", "reason", "rule", "reviewer",
+           "decided_at"]
 
 
 def record_apply(manifest: dict[str, Any], out: str, path: str | None = None) -> int:
@@ -34,7 +30,8 @@ def record_apply(manifest: dict[str, Any], out: str, path: str | None = None) ->
             return 0
         now = datetime.now(UTC)
         rows = [{"apply_id": manifest["key"], "applied_at": now, "dataset": manifest["dataset"], "output": out,
-                 "input_sha256": _digest(manifest["inputs"]), "output_sha256": _digest(manifest["outputs"]),
+                 "input_fingerprint": manifest["input_fingerprint"],
+                 "output_fingerprint": manifest["output_fingerprint"],
                  "corrections_sha256": manifest["corrections_sha256"], "row_id": c["id"], "split": c["split"],
                  "row": c["row"], "field": c["field"], "old": json.dumps(c["old"]), "new": json.dumps(c["new"]),
                  "reason": c["reason"], "rule": c["rule"], "reviewer": c["reviewer"], "decided_at": c["time"]}
@@ -49,3 +46,16 @@ def corrections_by_rule(path: str | None = None) -> list[tuple[str | None, int, 
         return [tuple(r) for r in con.execute(  # type: ignore[misc]
             "SELECT rule, count(*), count(DISTINCT row_id) FROM corrections GROUP BY rule ORDER BY rule NULLS LAST"
         ).fetchall()]
+
+
+def corrections_of(fingerprints: list[str], path: str | None = None) -> dict[str, int]:
+    """Rows corrected per rule (`free text` for reasons without one) in the datasets with these `gate check`
+    fingerprints (a release's `dataset_fingerprints`): what its training data owes to reviewed corrections."""
+    if not fingerprints:
+        return {}
+    with connect(path, extra_ddl=DDL) as con:
+        marks = ", ".join("?" * len(fingerprints))
+        rows = con.execute(
+            f"SELECT coalesce(rule, 'free text'), count(DISTINCT row_id) FROM corrections "
+            f"WHERE output_fingerprint IN ({marks}) GROUP BY 1 ORDER BY 1", list(fingerprints)).fetchall()
+    return {str(r): int(n) for r, n in rows}

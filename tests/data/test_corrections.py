@@ -125,3 +125,19 @@ def test_an_output_that_is_or_holds_the_input_is_refused(tmp_path):
         with pytest.raises(GateError, match="must not be or contain the input"):
             apply_corrections(str(data), str(corr), str(out))
     assert _sha(data / "train.jsonl") == before
+
+
+def test_the_corrected_copy_is_found_by_its_check_fingerprint(tmp_path):
+    """A release cites its data by `gate check` fingerprints: the recorded output fingerprint is that very value."""
+    from gate.store.corrections import corrections_of, record_apply
+
+    data, contract = _data(tmp_path), load_contract(_contract(tmp_path))
+    corr = write_jsonl(tmp_path / "c.jsonl", [_fix(), _fix("tri-000003", reason="free words")])
+    m = apply_corrections(str(data), str(corr), str(tmp_path / "out"), contract).manifest
+    db = str(tmp_path / "g.duckdb")
+    assert record_apply(m, str(tmp_path / "out"), db) == 2 and record_apply(m, str(tmp_path / "out"), db) == 0
+    run = run_checks(str(tmp_path / "out"), contract, checks=["length"], progress=False, workers=1)
+    assert run.fingerprint == m["output_fingerprint"]
+    assert run_checks(str(data), contract, checks=["length"], progress=False,
+                      workers=1).fingerprint == m["input_fingerprint"]
+    assert corrections_of([run.fingerprint], db) == {"free text": 1, "outage-escalates": 1}
