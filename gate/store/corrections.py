@@ -51,11 +51,19 @@ def corrections_by_rule(path: str | None = None) -> list[tuple[str | None, int, 
 def corrections_of(fingerprints: list[str], path: str | None = None) -> dict[str, int]:
     """Rows corrected per rule (`free text` for reasons without one) in the datasets with these `gate check`
     fingerprints (a release's `dataset_fingerprints`): what its training data owes to reviewed corrections."""
+    with connect(path, extra_ddl=DDL) as con:
+        return corrections_in(con, fingerprints)
+
+
+def corrections_in(con: Any, fingerprints: list[str]) -> dict[str, int]:
+    """`corrections_of` on an open (possibly read-only) connection; {} when the record has no corrections yet."""
     if not fingerprints:
         return {}
-    with connect(path, extra_ddl=DDL) as con:
-        marks = ", ".join("?" * len(fingerprints))
-        rows = con.execute(
-            f"SELECT coalesce(rule, 'free text'), count(DISTINCT row_id) FROM corrections "
-            f"WHERE output_fingerprint IN ({marks}) GROUP BY 1 ORDER BY 1", list(fingerprints)).fetchall()
+    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'corrections'").fetchall()
+    if not has[0][0]:
+        return {}
+    marks = ", ".join("?" * len(fingerprints))
+    rows = con.execute(
+        f"SELECT coalesce(rule, 'free text'), count(DISTINCT row_id) FROM corrections "
+        f"WHERE output_fingerprint IN ({marks}) GROUP BY 1 ORDER BY 1", list(fingerprints)).fetchall()
     return {str(r): int(n) for r, n in rows}

@@ -141,3 +141,21 @@ def test_the_corrected_copy_is_found_by_its_check_fingerprint(tmp_path):
     assert run_checks(str(data), contract, checks=["length"], progress=False,
                       workers=1).fingerprint == m["input_fingerprint"]
     assert corrections_of([run.fingerprint], db) == {"free text": 1, "outage-escalates": 1}
+
+
+def test_the_release_page_shows_how_many_rows_of_its_data_were_corrected_by_rule(tmp_path):
+    from gate.dashboard import pages
+    from gate.store.corrections import record_apply
+    from tests.dashboard_seed import seed_small
+
+    db = str(tmp_path / "g.duckdb")
+    info = seed_small(db, scorecards=("triage",), releases=1)  # its data check run has fingerprint fp-triage-1
+    empty = pages.release(db, info["releases"][0])
+    assert "no recorded corrections" in empty
+    applied = [{"id": f"tri-{i:06d}", "split": "train", "row": i, "field": "answer.severity", "old": "low",
+                "new": "high", "reason": "rule:outage-escalates" if i < 3 else "typo", "reviewer": "ana",
+                "time": "2026-12-05T04:00:00Z", "rule": "outage-escalates" if i < 3 else None} for i in (1, 2, 3)]
+    record_apply({"key": "k1", "dataset": "d", "inputs": {}, "outputs": {}, "input_fingerprint": "fp-in",
+                  "output_fingerprint": "fp-triage-1", "corrections_sha256": "c", "applied": applied}, "out", db)
+    page = pages.release(db, info["releases"][0])
+    assert "<td>outage-escalates</td><td class=\"num\">2</td>" in page and "<td>free text</td>" in page
