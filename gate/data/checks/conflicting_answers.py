@@ -298,13 +298,13 @@ class ConflictingAnswersCheck(Check):
         self._sketches.clear()
         result = find_near_duplicates(self._users, self._keys, self._config, sketch)
         groups = [c.members for c in result.clusters]
-        seen = [frozenset(g) for g in groups]
+        cluster_of = {pos: i for i, g in enumerate(groups) for pos in g}
         by_digest: dict[bytes, list[int]] = {}
         for pos, digest in enumerate(self._digests):
             if digest is not None:
                 by_digest.setdefault(digest, []).append(pos)
-        for members in by_digest.values():
-            if len(members) > 1 and not any(set(members) <= g for g in seen):
+        for members in by_digest.values():  # a group LSH already joined in one cluster adds nothing
+            if len(members) > 1 and len({cluster_of.get(p, -1 - p) for p in members}) > 1:
                 groups.append(tuple(members))
         return groups
 
