@@ -186,6 +186,24 @@ def scrub(
     raise typer.Exit(run_scrub_command(dataset=str(dataset), contract_path=str(contract), out=str(out)))
 
 
+@app.command(epilog=_exits("corrected copy written (or already there)"))
+def apply(
+    dataset: Annotated[Path, typer.Argument(help="Dataset to correct (read only; JSONL splits).")],
+    corrections: Annotated[Path, typer.Argument(help="corrections.jsonl: id, field, old, new, reason, reviewer, "
+                                                     "time per line.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (written atomically, all or nothing).")],
+    contract: Annotated[Path | None, typer.Option("--contract", "-c", help="Data contract YAML (its `rules:` "
+                                                                           "for `reason: rule:<id>`).")] = None,
+    db: Annotated[str | None, _DB] = None,
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the corrections.")] = False,
+) -> None:
+    """Apply reviewed corrections (each with its reason) to a copy of a dataset, with MANIFEST.json."""
+    from gate.commands.apply import run_apply_command
+
+    raise typer.Exit(run_apply_command(dataset=str(dataset), corrections=str(corrections), out=str(out),
+                                       contract_path=str(contract) if contract else None, db=db, no_db=no_db))
+
+
 # Choice enums that mirror a core constant are copies on purpose: importing the core module here would load yaml
 # and orjson for every `gate --help`. tests/test_cli_conventions.py holds each equal to its constant.
 class ExportFormat(StrEnum):  # gate.export.formats.FORMATS

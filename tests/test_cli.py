@@ -160,7 +160,7 @@ def test_a_50_mb_row_is_a_length_finding_not_a_crash(tmp_path):
 
 # Exit codes each command can return, read off its code (gate/commands/*, gate/errors.ExitCode); 1 and 2 always.
 COMMAND_EXITS = {
-    "check": {0, 100}, "split": {0, 100}, "scrub": {0}, "export": {0}, "score": {0, 100}, "demo": {0},
+    "check": {0, 100}, "split": {0, 100}, "scrub": {0}, "apply": {0}, "export": {0}, "score": {0, 100}, "demo": {0},
     "train": {0}, "plan": {0}, "probe": {0, 100}, "decide": {0, 100}, "release create": {0}, "release list": {0},
     "release show": {0}, "promote": {0, 100}, "rollback": {0}, "watch": {0, 100}, "serve": {0},
     "token create": {0}, "token revoke": {0}, "token list": {0}, "report-html": {0}, "dashboard": {0},

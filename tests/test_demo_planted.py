@@ -23,3 +23,14 @@ def test_reworded_copies_count_only_with_the_semantic_checks():
     assert _planted_found(_run(plain, ["leakage"]), path) == "2/2"  # semantic off: the rewording is not expected
     sem = [(f["check"], f["split"], f["row"]) for f in faults if f["check"] == "semantic_duplicate"]
     assert _planted_found(_run(leaks + sem, ["leakage", "semantic_duplicate"]), path) == "4/4"
+
+
+def test_the_data_door_shows_the_planted_conflicting_pair(triage_contract):
+    from gate.data.runner import run_checks
+    from gate.demo.data_door import conflict_lines
+
+    run = run_checks(str(FIXTURES / "triage-faulty"), triage_contract, checks=["conflicting_answers"],
+                     progress=False, workers=1)
+    assert conflict_lines(run) == [
+        "conflicting answers: train row 172 (id tri-127196): same prompt as row 83 (id tri-036774) (prompt Jaccard "
+        "0.85) but a different next_action (next_action reply_with_kb here, escalate_engineering there)"]

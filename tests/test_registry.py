@@ -23,8 +23,8 @@ from gate.score.scorers import KEYS, REGISTRY, SCORERS
 from tests.conftest import CONTRACTS, FIXTURES, ROOT, triage_row
 
 # the order checks run in and reports list them: a change here is a change of every report
-REPORT_ORDER = ("contract", "exact_duplicate", "near_duplicate", "semantic_duplicate", "leakage", "pii", "secret",
-                "contamination", "group_split", "template", "length", "boilerplate")
+REPORT_ORDER = ("contract", "exact_duplicate", "near_duplicate", "conflicting_answers", "semantic_duplicate",
+                "leakage", "pii", "secret", "contamination", "group_split", "template", "length", "boilerplate")
 
 
 def _defined_in(package) -> dict[str, type]:

@@ -174,6 +174,8 @@ CONTRACT_SCHEMA: dict[str, Any] = {
         },
         "tokenizer": TOKENIZER,
         "evaluation_sets": _STR_LIST,
+        "rules": {"type": "object", "propertyNames": {"pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                  "additionalProperties": {"type": "string", "minLength": 1}},
         "scrub": {
             "type": "object",
             "additionalProperties": False,

@@ -121,6 +121,7 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("thresholds", "max_findings", "*"): Rule(MAX, 0),
     ("evaluation_sets",): Rule(REQUIRED, ()),
     ("splits",): Rule(EXACT, None),  # moving a file from train to val takes it out of contamination's reach
+    ("rules",): Rule(NEUTRAL),  # labelling rules reviewers cite in corrections (`gate apply`), never a check's verdict
     ("scrub",): Rule(NEUTRAL),  # read by `gate scrub` only, never by a check's verdict
     ("checks",): Rule(WALK, {}),
     ("checks", "*"): Rule(WALK, {}),

@@ -82,8 +82,12 @@ def _release_context(con: Any, release_id: str, *, history_upto: bool = False) -
     series = views.release_series(con, per_scorecard=200, scorecard=rel["scorecard"],
                                     upto=rel["created_at"] if history_upto else None)
     hist = charts.release_history(series).get(rel["scorecard"])
+    from gate.store.corrections import corrections_in
+
+    # what the release's training data owes to reviewed corrections (`gate apply`), by the rule each cited
+    corrections = corrections_in(con, list(rel.get("dataset_fingerprints") or []))
     return {"rel": rel, "pins": [(k, _show(rel.get(k))) for k in PIN_FIELDS], "history_chart": hist,
-            "category_chart": charts.category_breakdown(rel["comparisons"])}
+            "category_chart": charts.category_breakdown(rel["comparisons"]), "corrections": corrections}
 
 
 def release(db: str, release_id: str, **ctx: Any) -> str:

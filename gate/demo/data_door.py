@@ -41,6 +41,18 @@ def _planted_found(run: object, faults_file: Path) -> str:
     return f"{len(planted & got)}/{len(planted)}" + (f", {extra} extra" if extra else "")
 
 
+def conflict_lines(run: object) -> list[str]:
+    """One line per `conflicting_answers` pair of a run: both rows, the prompt similarity, the masked values."""
+    out = []
+    for r in run.results:  # type: ignore[attr-defined]
+        if r.name != "conflicting_answers":
+            continue
+        for f in r.findings:
+            out.append(f"conflicting answers: {f.split} row {f.row} (id {f.row_id}): {f.message}"
+                       + (f" ({f.snippet})" if f.snippet else ""))
+    return out
+
+
 def run_data_door(out_dir: str, db: str | None, console: Any,
                   shown_as: str | None = None) -> tuple[int, dict[str, str]]:
     """Checks every fixture dataset; returns the exit code and the `gate check` run id of each.
@@ -58,6 +70,7 @@ def run_data_door(out_dir: str, db: str | None, console: Any,
     for col in ("dataset", "rows", "verdict", "expected", "failed checks", "findings", "planted found", "report"):
         table.add_column(col, no_wrap=True)
     surprises = 0
+    conflicts: list[str] = []
     for name, contract_file, tokenizer, expected in DEMO_DATASETS:
         dataset = ROOT / "fixtures" / "datasets" / name
         if not dataset.exists():
@@ -78,11 +91,14 @@ def run_data_door(out_dir: str, db: str | None, console: Any,
         failed = f"{sum(r.status == 'fail' for r in ran)} of {len(ran)}"
         style = "green" if run.verdict == "pass" else "red"
         found = _planted_found(run, dataset / "FAULTS.json")
+        conflicts.extend(f"{name}: {line}" for line in conflict_lines(run))
         table.add_row(name, f"{run.rows:,}", f"[{style}]{run.verdict.upper()}[/]",
                       expected.upper() + ("" if ok else " [bold red](unexpected)[/]"), failed,
                       f"{sum(len(r.findings) for r in run.results):,}", found,
                       f"{Path(shown_as) / name if shown_as else report}/report.md")
     console.print(table)
+    for line in conflicts:  # label noise is shown pair by pair: a reviewer decides which answer is right
+        console.print(line, markup=False, highlight=False)
     if surprises:
         console.print(f"[bold red]{surprises} dataset(s) did not get the expected verdict[/]")
         return int(ExitCode.ERROR), runs

@@ -105,6 +105,10 @@ CONTRACT: dict[str, dict[str, Any]] = {
     "tokenizer.path": {"description": "Tokenizer directory (relative to the contract) or cache id.",
                        "examples": ["../models/tokenizer"]},
     "tokenizer.revision": {"description": "Pinned snapshot of a cached id."},
+    "rules": {"description": "The labelling rules reviewers cite when they correct a row: rule id -> what it says. A "
+                             "correction (`gate apply`) gives its reason as free text or as `rule:<id>` of this list, "
+                             "so evaluators read the same rule.",
+              "examples": [{"outage-escalates": "A service that is down for everyone is escalated to engineering."}]},
     "evaluation_sets": {"description": "Evaluation files (relative to the contract) training rows must not "
                                        "contain (the `contamination` check).",
                         "examples": [["../scorecards/suites/heldout.jsonl"]]},
@@ -134,6 +138,7 @@ CHECKS: dict[str, str] = {
     "contract": "every row against the contract: fields, messages, output schema, tools, refusal rules",
     "exact_duplicate": "identical rows (after normalisation of the `text:` section)",
     "near_duplicate": "near-identical rows (MinHash, datasketch-compatible)",
+    "conflicting_answers": "rows with the same or near-same prompt whose answers disagree (label noise)",
     "semantic_duplicate": "rows of one split that say the same thing in other words (all-MiniLM-L6-v2 cosine)",
     "pii": "personal data (presidio-analyzer; names and places with the spaCy model)",
     "secret": "keys, tokens and passwords (detect-secrets plus gate's own patterns)",
