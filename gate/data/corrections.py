@@ -1,4 +1,4 @@
-"""Corrections with their reason (issue 34 part 3): `corrections.jsonl`, its validation and `gate apply`.
+"""Corrections with their reason: `corrections.jsonl`, its validation and `gate apply`.
 
 A correction is one reviewed change of one value of one row, with why it is better, so that evaluators read the
 same rule the reviewers applied. One JSON object per line:

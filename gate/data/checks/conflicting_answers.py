@@ -18,7 +18,7 @@ explained by the words the prompts differ in (a slot value: order ORD-1 in one p
 the call's `order_id` follows), the pair is counted as templated and not reported. A finding sits on the later
 row of a pair, cites the other (`partner_row`, `partner_id`), the prompt Jaccard (`score`) and the prompt cluster,
 and names every differing field with both values, masked like every snippet. No default scrub action: which answer
-is right is a reviewer's call (issue 34's corrections), not a drop.
+is right is a reviewer's call (a correction with its reason, `gate apply`), not a drop.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.contract import Contract
-from gate.contract.meta import check_options
+from gate.contract.file_schema import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.neardup import neardup_config
 from gate.data.text import normalize, row_text
