@@ -87,6 +87,7 @@ NOT_PII_NUMBERS = [
     "Ezra drew a white line that was 7.666666666666667 inches long.",
     "The answer is 0.666667.",
     "Set the gateway to 192.168.1.1, point the proxy at 10.0.0.5 and open the admin page on 127.0.0.1.",
+    "The hostname or IP address of the Postgres server, such as 'localhost' or '192.168.1.100'.",
 ]
 #: ... while a routable address, and a phone number written next to a decimal, are still found.
 STILL_PII = [("Please unblock my home address 81.2.69.160, the shop refuses it.", "81.2.69.160", "IP_ADDRESS"),
