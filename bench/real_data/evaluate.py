@@ -42,11 +42,18 @@ def key(f: dict) -> str:
     return f"{f['check']}|{f['rule']}|{f['row_id']}|{f['field']}|{f['snippet']}"
 
 
+def partner(f: dict) -> str | None:
+    """The other row of a pairwise finding: near_duplicate records it, exact_duplicate names it in its message."""
+    m = re.search(r"\(id ([^)]+)\)", f["message"] or "")
+    return f.get("partner_id") or (m.group(1) if m else None)
+
+
 def recall(found: list[dict], planted: list[dict]) -> dict[str, dict]:
     by_row: dict[str, list[dict]] = defaultdict(list)
     for f in found:
+        f["partner_id"] = partner(f)
         by_row[f["row_id"]].append(f)
-        if f.get("partner_id"):
+        if f["partner_id"]:
             by_row[f["partner_id"]].append(f)
     out: dict[str, dict] = {}
     for p in planted:
@@ -68,12 +75,15 @@ def recall(found: list[dict], planted: list[dict]) -> dict[str, dict]:
 
 def sample(found: list[dict], per_check: int, seed: int) -> list[dict]:
     """Up to `per_check` findings of each check, spread over its rules (round robin), in a fixed random order."""
-    rng = random.Random(seed)
     by_check: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for f in found:
         by_check[f["check"]][f["rule"] or ""].append(f)
+    for rules in by_check.values():
+        for pool in rules.values():
+            pool.sort(key=key)  # the record's order is not stable across runs
     out = []
     for check in sorted(by_check):
+        rng = random.Random(f"{seed}:{check}")  # per check: one check's findings do not move another's sample
         pools = [rng.sample(v, len(v)) for _, v in sorted(by_check[check].items())]
         taken: list[dict] = []
         while len(taken) < per_check and any(pools):
@@ -114,8 +124,24 @@ def cmd_score(args: argparse.Namespace) -> None:
     for p in prec.values():
         p["precision"] = round(p["true"] / p["labelled"], 3) if p["labelled"] else None
     counts: dict[str, int] = defaultdict(int)
+    by_rule: dict[tuple[str, str], int] = defaultdict(int)
     for f in found:
         counts[f["check"]] += 1
+        by_rule[(f["check"], f["rule"])] += 1
+    # the sample is stratified by rule (every rule seen), so the check's precision is also estimated with each
+    # rule weighted by its share of the check's findings
+    per_rule: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for lab in labels:
+        if lab["key"] in keys:
+            check, rule = lab["key"].split("|")[:2]
+            per_rule[(check, rule)][0] += 1
+            per_rule[(check, rule)][1] += bool(lab["label"])
+    for check, p in prec.items():
+        rules = [(n, per_rule[(c, r)]) for (c, r), n in by_rule.items() if c == check and per_rule[(c, r)][0]]
+        total = sum(n for n, _ in rules)
+        p["precision_weighted_by_rule"] = round(sum(n * t / k for n, (k, t) in rules) / total, 3) if total else None
+        p["by_rule"] = {r: {"findings": n, "labelled": per_rule[(c, r)][0], "true": per_rule[(c, r)][1]}
+                        for (c, r), n in sorted(by_rule.items()) if c == check}
     out = {"findings": dict(counts), "recall": recall(found, planted), "precision": dict(prec)}
     if args.report:
         rep = json.loads(args.report.read_text())
