@@ -219,8 +219,8 @@ def _pii(rng: random.Random) -> tuple[str, str]:
     city, area = rng.choice(_CITIES)
     kind = rng.choice(["email", "phone", "address"])
     if kind == "email":
-        domain = rng.choice(["gmail.com", "outlook.com", "yahoo.com"])
-        value = f"{first.lower()}.{last.lower()}{rng.randint(10, 99)}@{domain}"
+        number = rng.randint(10, 99)  # drawn before the domain: the order fixes the planted values
+        value = f"{first.lower()}.{last.lower()}{number}@{rng.choice(['gmail.com', 'outlook.com', 'yahoo.com'])}"
         return value, f"By the way, I'm {first} {last}; if the answer is long, email it to me at {value}."
     if kind == "phone":
         value = f"{area} {rng.randint(201, 989)}-{rng.randint(1000, 9999)}"
