@@ -8,7 +8,10 @@ the shape of an entity but, where they stand, identify nobody:
   word problem for a place ("Natalia sold clips"): `locates_person`;
 * an e-mail address has a mailbox on a real domain: `popper.js@1.16.1` (a package pinned to a version) is not
   one: `not_an_email`;
-* a phone number is not the operand of arithmetic (`60000 - 10800 = 49200`): `in_arithmetic`;
+* a phone number is not the operand of arithmetic (`60000 - 10800 = 49200`): `in_arithmetic`; a phone or card
+  number is not a decimal number (`0.666667`, the digits after `7.` in `7.666666666666667`): `in_decimal`;
+* an IP address in a private, loopback or link-local network (`192.168.1.1`, `10.0.0.5`, `127.0.0.1`) reaches
+  nobody: the same address names a host in millions of networks: `not_routable_ip`;
 * a URL is not a placeholder on a domain reserved for examples (RFC 2606: `api.example.com`), nor a bare dotted
   name inside code (SQL `d.name`, `user.name`, `self.data`) where the dot is attribute access: `not_a_url`;
 * a person's name is not the title-case label or heading of a code output ("Reversed String: olleh"):
@@ -21,6 +24,7 @@ scoring stays identical to presidio's plain loop (see `gate.pii.presidio_engine.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -128,6 +132,37 @@ def in_arithmetic(text: str, start: int, end: int) -> bool:
     if _OPERATOR_INSIDE.search(text, start, end):
         return True
     return bool(_OPERATOR_AFTER.match(text, end) or _OPERATOR_BEFORE.search(text, max(0, start - 4), start))
+
+
+#: A decimal number, maybe opening a list: `0.666667`, `[0.26862954`.
+_DECIMAL = re.compile(r"[\[(]?\d*\.\d+")
+
+
+def in_decimal(text: str, start: int, end: int) -> bool:
+    """True when the phone- or card-shaped `text[start:end]` is a decimal number: the fraction digits of one
+    (`666666666666667` right after `7.`), or a number with one decimal point and nothing else (`0.27577711`, a
+    model's normalisation constant) with no phone word in the 40 characters before. A written phone number never
+    continues a decimal and has no lone decimal point; one written `555.1234` is announced as one."""
+    if start >= 2 and text[start - 1] == "." and text[start - 2].isdigit():
+        return True
+    return bool(_DECIMAL.fullmatch(text, start, end)) and not _PHONE_WORDS.search(text, max(0, start - 40), start)
+
+
+#: Networks whose addresses are reused by every site (RFC 1918, loopback, link-local; IPv6 alike). Not the
+#: documentation ranges (RFC 5737): those are kept as personal data like example values are elsewhere.
+_LOCAL_NETS = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16", "0.0.0.0/32",
+    "::1/128", "fe80::/10", "fc00::/7"))
+
+
+def not_routable_ip(value: str) -> bool:
+    """True for an address in a private, loopback or link-local network: it names a host inside whichever network
+    the reader is in, so it identifies and reaches nobody (router pages, `localhost` examples, lab configs)."""
+    try:
+        ip = ipaddress.ip_address(value.strip("[]()'\" "))
+    except ValueError:
+        return False
+    return any(ip.version == net.version and ip in net for net in _LOCAL_NETS)
 
 
 def not_a_phone_shape(text: str, start: int, end: int) -> bool:

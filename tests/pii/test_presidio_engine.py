@@ -80,6 +80,28 @@ def test_clean_support_sentences_give_no_hits(pattern_cfg: PiiConfig) -> None:
         assert hits == [], (text, [(h.entity_type, text[h.start:h.end]) for h in hits])
 
 
+#: Issue 29 real-data benchmark (bench/real_data): decimals read as PHONE_NUMBER or CREDIT_CARD, and addresses
+#: of private, loopback and link-local networks read as IP_ADDRESS; none reaches a person.
+NOT_PII_NUMBERS = [
+    "tform = T.Normalize([0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711])",
+    "Ezra drew a white line that was 7.666666666666667 inches long.",
+    "The answer is 0.666667.",
+    "Set the gateway to 192.168.1.1, point the proxy at 10.0.0.5 and open the admin page on 127.0.0.1.",
+    "The hostname or IP address of the Postgres server, such as 'localhost' or '192.168.1.100'.",
+]
+#: ... while a routable address, and a phone number written next to a decimal, are still found.
+STILL_PII = [("Please unblock my home address 81.2.69.160, the shop refuses it.", "81.2.69.160", "IP_ADDRESS"),
+             ("It costs 7.50 a month; call me on (212) 867-5309 to sign up.", "(212) 867-5309", "PHONE_NUMBER")]
+
+
+def test_decimals_and_private_addresses_are_no_pii(pattern_cfg: PiiConfig) -> None:
+    for text, hits in zip(NOT_PII_NUMBERS, scan_texts(NOT_PII_NUMBERS, pattern_cfg, workers=1), strict=True):
+        assert hits == [], (text, [(h.entity_type, text[h.start:h.end]) for h in hits])
+        assert scan_text(text, pattern_cfg) == []
+    for text, value, entity in STILL_PII:
+        assert _covered(text, scan_text(text, pattern_cfg), value, entity), text
+
+
 def test_hit_never_carries_the_value() -> None:
     assert {f.name for f in dataclasses.fields(Hit)} == {"entity_type", "start", "end", "score", "recognizer"}
 
