@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.dashboard_seed import PLANTED, ROOT, T0, release_rows, seed_check_run, seed_small
+from tests.dashboard_seed import PLANTED, ROOT, T0, release_rows, seed_check_run, seed_many_findings, seed_small
 
 fastapi = pytest.importorskip("fastapi")
 
@@ -278,3 +278,73 @@ def test_release_page_collapses_the_per_category_table_above_the_evidence(client
     assert html.index("</details>") < html.index('id="data-checks"') < html.index('id="pins"')
     assert "<details id=\"comparisons-details\" open" not in html
 
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """1,500 contamination findings sorted before 3 contract findings (issue 33 item 8)."""
+    db = str(tmp_path_factory.mktemp("many") / "gate.duckdb")
+    return {"db": db, "run": seed_many_findings(db)}
+
+
+def _counts(html: str) -> dict[str, int]:
+    return {re.search(r'data-check="([^"]+)"', r).group(1): int(re.search(r'data-count="(\d+)"', r).group(1))
+            for r in _rows(html, "check-results")}
+
+
+def test_no_check_is_hidden_behind_another_checks_findings(many):
+    """Each check's count is on the page, and the pager reaches the contract's 3 findings behind 1,500 others."""
+    client = _client(many["db"])
+    url = f"/checks/{many['run']}"
+    html = client.get(url).text
+    assert _counts(html) == {"contamination": 1500, "contract": 3}
+    assert len(_rows(html, "findings")) == 200 and "findings 1–200 of 1,503" in html
+    seen, pages_read = [], 0
+    while True:
+        seen += _rows(html, "findings")
+        pages_read += 1
+        nxt = re.search(r'id="next" href="([^"]+)"', html)
+        if not nxt:
+            break
+        html = client.get(url + nxt.group(1).replace("&amp;", "&")).text
+    assert pages_read == 8 and len(seen) == 1503
+    assert sum("af-018530" in r for r in seen) == 1 and sum('data-check="contract"' in r for r in seen) == 3
+    assert "findings 1,401–1,503 of 1,503" in html and 'id="prev" href="?offset=1200"' in html
+
+
+def test_findings_filter_by_check_rule_split_and_severity_on_the_server(many):
+    client = _client(many["db"])
+    url = f"/checks/{many['run']}"
+
+    def rows(**params: str) -> list[str]:
+        return _rows(client.get(url, params=params).text, "findings")
+
+    contract = rows(check="contract")
+    assert len(contract) == 3 and all("language.allowed" in r for r in contract)
+    assert len(rows(severity="warning")) == 3
+    val_exact = client.get(url, params={"rule": "contamination.exact", "split": "val"}).text
+    assert "findings 1–200 of 250" in val_exact
+    got = _rows(val_exact, "findings")
+    assert all('data-rule="contamination.exact"' in r and 'data-split="val"' in r for r in got)
+    assert rows(check="contract", severity="error") == []
+    # the filters are the form's selected options, and the counts per check stay the run's
+    html = client.get(url, params={"check": "contract"}).text
+    assert '<option value="contract" selected>' in html and _counts(html)["contamination"] == 1500
+
+
+def test_static_check_report_shows_every_check_and_says_where_the_capped_rest_are(many):
+    """The static page holds each check's first max_html_findings (bounded), never drops a check, and names the
+    record for the rest."""
+    from gate.dashboard import pages
+    from gate.io.limits import override
+
+    with override(max_html_findings=100):
+        html = pages.check_report(many["db"], many["run"])
+    assert _counts(html) == {"contamination": 1500, "contract": 3}
+    findings = _rows(html, "findings")
+    assert sum('data-check="contamination"' in r for r in findings) == 100
+    assert sum('data-check="contract"' in r for r in findings) == 3 and "af-018530" in html
+    capped = html.split('id="capped"', 1)[1].split("</p>", 1)[0]
+    assert "<code>contamination</code> has 1,500" in capped and "contract" not in capped.split("DuckDB")[0]
+    assert "DuckDB table <code>findings</code>" in capped and many["run"] in capped
+    assert "(first 100 here)" in html.split('data-check="contamination"', 1)[1].split("</tr>", 1)[0]

@@ -68,7 +68,10 @@ def test_cli_writes_a_self_contained_check_page(run: dict[str, Any], tmp_path: P
     # lengths: the per-split percentile table and its chart (no tokenizer in this contract)
     assert len(_rows(html, "length-stats")) == 3 and 'data-target="length-chart"' in html
     findings = _rows(html, "findings")
-    assert len(findings) == int(re.search(r"(\d+) of (\d+) shown", html).group(2))
+    # none capped here: the file holds every finding, and each check's row says how many it has
+    counts = {c: int(re.search(r'data-count="(\d+)"', row).group(1)) for c, row in results.items()}
+    assert len(findings) == sum(counts.values()) and 'id="capped"' not in html
+    assert all(sum(f'data-check="{c}"' in f for f in findings) == n for c, n in counts.items())
     assert sum('data-check="pii"' in f for f in findings) == 10
     leaks = scan(planted_values(FIXTURES / "triage-faulty"), paths=[out])
     assert not leaks, leaks

@@ -194,14 +194,20 @@ def checks(db: str, **ctx: Any) -> str:
     return _render("checks.html", title="Dataset checks", runs=runs, **ctx)
 
 
-def _check_run_context(db: str, run_id: str, check: str | None) -> dict[str, Any]:
-    """The run, its findings and clusters (every quoted value masked again on the way out) and its length chart."""
+PAGE_SIZE = 200  # findings per page of the live check-run page
+
+
+def _check_run_context(db: str, run_id: str, filters: dict[str, str | None], *, offset: int = 0,
+                       per_check: int | None = None) -> dict[str, Any]:
+    """The run, one page of its findings (or each check's first `per_check`), the count per check, and its
+    clusters (every quoted value masked again on the way out) and its length chart."""
     from gate.pii.redact import mask_loose as mask
 
+    offset = max(0, offset)
     with _record(db) as con:
         if con is None:
             raise GateError(f"no check run '{run_id}' in the record", file=db)
-        run = views.check_run(con, run_id, check=check)
+        run = views.check_run(con, run_id, **filters, limit=PAGE_SIZE, offset=offset, per_check=per_check)
         details = evidence.check_run_details(con, run_id)
         clusters = evidence.duplicate_clusters(con, run_id)
     for f in run["findings"]:
@@ -212,22 +218,42 @@ def _check_run_context(db: str, run_id: str, check: str | None) -> dict[str, Any
     for c in clusters:
         for m in c["members"]:
             m["snippet"] = mask(m["snippet"]) if m.get("snippet") else m.get("snippet")
-    severities = sorted({f["severity"] for f in run["findings"] if f.get("severity")})
+    # checks that recorded findings but no result row (none today) still get their count shown
+    named = {r["name"] for r in run["results"]}
+    extra = [{"name": c, "status": None, "counts": None, "seconds": None, "summary": None}
+             for c in run["finding_counts"] if c not in named]
+    run["results"] = run["results"] + extra
+    capped = {c: n for c, n in run["finding_counts"].items() if per_check is not None and n > per_check}
     length = details.get("length") or {}
-    return {"run": run, "check": check or "", "severities": severities, "clusters": clusters,
+    active = {k: v or "" for k, v in filters.items()}
+
+    def query(**over: Any) -> str:
+        """This page's URL query with some parameters changed (empty ones left out)."""
+        from urllib.parse import urlencode
+
+        return "?" + urlencode({k: v for k, v in {**active, "offset": offset, **over}.items() if v})
+
+    return {"run": run, "filters": active, "check": active.get("check", ""), "offset": offset, "query": query,
+            "page_size": PAGE_SIZE, "per_check": per_check, "capped": capped, "clusters": clusters,
             "length_chart": charts.length_chart(length) if length else None, "length_splits": length.get("splits")}
 
 
-def check_run(db: str, run_id: str, *, check: str | None = None, **ctx: Any) -> str:
-    """One dataset check and its findings, every quoted value masked again on the way out."""
-    page = _check_run_context(db, run_id, check)
+def check_run(db: str, run_id: str, *, check: str | None = None, rule: str | None = None, split: str | None = None,
+              severity: str | None = None, offset: int = 0, **ctx: Any) -> str:
+    """One dataset check and a page of its findings, filtered server-side, every quoted value masked again."""
+    filters = {"check": check, "rule": rule, "split": split, "severity": severity}
+    page = _check_run_context(db, run_id, filters, offset=offset)
     return _render("check_run.html", title=f"Check {run_id}", **page, **ctx)
 
 
 def check_report(db: str, run_id: str, **ctx: Any) -> str:
-    """The check-run page frozen as one static page (`gate report-html --check-run`): every finding, no links
-    into a live dashboard, the check filter client-side."""
-    page = _check_run_context(db, run_id, None)
+    """The check-run page frozen as one static page (`gate report-html --check-run`): every check's count and its
+    first `max_html_findings` findings (so no check is hidden and the file stays bounded), no links into a live
+    dashboard, filters and paging client-side."""
+    from gate.io.limits import current
+
+    filters: dict[str, str | None] = {"check": None, "rule": None, "split": None, "severity": None}
+    page = _check_run_context(db, run_id, filters, per_check=current().max_html_findings)
     ctx.setdefault("links", False)
     return _render("check_run.html", title=f"Check {run_id}", subtitle="static check report", static=True, **page,
                    **ctx)
