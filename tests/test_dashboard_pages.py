@@ -133,6 +133,29 @@ def test_a_raw_value_in_the_record_is_masked_on_the_way_out(tmp_path):
     assert "customer wrote from" in html
 
 
+def test_check_and_rule_names_are_not_masked_but_a_raw_token_beside_them_is(tmp_path):
+    """Issue 33 item 9: the secret check's summary showed its rule `base64_high_entropy_string` as `base*** 6`:
+    gate's own check and rule names are no personal data; a token in the same text still is masked."""
+    from gate.store.db import connect
+
+    db = str(tmp_path / "g.duckdb")
+    run = seed_check_run(db)
+    token = "a1b2c3d4e5f6a7b8c9d0e1f2a3b4"
+    with connect(db) as con:
+        con.execute("UPDATE findings SET rule = 'secret.base64_high_entropy_string', \"check\" = 'secret', "
+                    "message = 'base64_high_entropy_string near ' || ? WHERE run_id = ? AND \"check\" = 'contract'",
+                    [token, run]).fetchall()
+        con.execute("UPDATE check_results SET name = 'secret', summary = '6 possible secret(s) in 6 row(s) "
+                    "(base64_high_entropy_string 6) ' || ? WHERE run_id = ? AND name = 'contract'",
+                    [token, run]).fetchall()
+    html = _client(db).get(f"/checks/{run}").text
+    summary = next(r for r in _rows(html, "check-results") if 'data-check="secret"' in r)
+    assert "(base64_high_entropy_string 6)" in summary and "base***" not in summary
+    assert token not in html and token[:4] + "***" in summary
+    (finding,) = [r for r in _rows(html, "findings") if 'data-check="secret"' in r]
+    assert "base64_high_entropy_string near " + token[:4] + "***" in finding
+
+
 def test_pages_follow_the_record_and_cache_between_writes(tmp_path):
 
     from gate.dashboard.app import create_dashboard_app
