@@ -88,6 +88,22 @@ def test_release_page_has_gates_breakdown_checks_and_pins(client, seeded):
     assert "adapter_sha256" in html and ">current<" in html
 
 
+def test_each_gate_says_which_way_is_better(tmp_path):
+    """Issue 33 item 9: `no-under-refusal-regression` showed observed -1.0 "pass" with nothing saying that lower
+    is better for an under-refusal rate; every gate row now names its direction."""
+    from gate.store.db import connect
+
+    db = str(tmp_path / "g.duckdb")
+    info = seed_small(db, scorecards=("triage",), releases=1)
+    with connect(db) as con:
+        con.execute("UPDATE gate_results SET gate = 'no-under-refusal-regression', metric = 'under_refusal', "
+                    "direction = 'lower_is_better', observed = -1.0 WHERE gate = 'refusal-no-regression'").fetchall()
+    rows = _rows(_client(db).get(f"/releases/{info['current']}").text, "gates")
+    (under,) = [r for r in rows if "no-under-refusal-regression" in r]
+    assert "lower is better" in under and "higher is better" not in under
+    assert all("higher is better" in r for r in rows if r is not under)
+
+
 def test_diff_aligns_metrics_and_marks_changed_pins(client, seeded):
     a, b = seeded["releases"][0], seeded["releases"][3]
     html = client.get("/diff", params={"a": a, "b": b}).text
