@@ -207,6 +207,34 @@ def test_one_release_gets_no_subsecond_ticks(page: Any, tmp_path: Path) -> None:
     _clean(page)
 
 
+def test_releases_seconds_apart_get_their_own_places_on_the_time_axis(page: Any, tmp_path: Path) -> None:
+    """Issue 33 item 9: two releases 10 s apart drew on one line of a day-wide axis; the axis now fits the span."""
+    import random
+    from datetime import timedelta
+
+    from gate.dashboard.static import write_release_report
+    from gate.store.releases import record_decision, record_release
+
+    db = str(tmp_path / "pair.duckdb")
+    rng = random.Random(3)
+    first = None
+    for i in range(2):
+        d, g, c, rel = release_rows("pair", i, rng=rng)
+        first = first or rel["created_at"]
+        rel["created_at"] = d["created_at"] = first + timedelta(seconds=10 * i)
+        record_decision(d, g, c, db)
+        record_release(rel, db)
+    page.goto(write_release_report(db, rel["release_id"], tmp_path / "pair").as_uri())
+    page.wait_for_selector("#history .main-svg", timeout=30_000)
+    ticks = page.locator("#history .xtick text").evaluate_all("r => r.map(x => x.textContent)")
+    assert ticks and all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in ticks), ticks  # seconds, not ms
+    xs = page.locator("#history .scatterlayer .trace .points path").evaluate_all(
+        "r => r.map(x => x.getBoundingClientRect().x)")
+    assert len(xs) >= 2 and max(xs) - min(xs) > 100, xs  # the two releases drawn well apart
+    page.locator("#history").screenshot(path=str(ARTIFACTS / "release-history-seconds-apart.png"))
+    _clean(page)
+
+
 def test_release_page_collapses_the_category_table(page: Any, server: dict[str, Any]) -> None:
     """Item 19: the per-category rows are hidden until asked for; the data checks are on screen without them."""
     _logged_in(page, server, f"/releases/{server['current']}")
