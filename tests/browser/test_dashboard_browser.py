@@ -123,6 +123,7 @@ def test_release_page_gates_categories_and_data_checks(page, server):
     page.goto(server["url"] + f"/releases/{rid}")
     page.wait_for_selector("#categories .main-svg", timeout=30_000)
     assert page.locator("#gates tbody tr").count() == 3
+    assert page.locator("#gates .direction").all_inner_texts() == ["higher is better"] * 3
     # per-category bars: 2 metrics x (all + 4 categories)
     assert page.locator("#categories .barlayer .point").count() == 10
     assert page.locator("#history .scatterlayer .trace .points path").count() > 0
