@@ -104,6 +104,27 @@ def test_each_gate_says_which_way_is_better(tmp_path):
     assert all("higher is better" in r for r in rows if r is not under)
 
 
+def test_a_base_model_from_the_hub_cache_is_named_by_its_repo_and_revision(tmp_path):
+    """Issue 33 item 9: the release recorded the resolved cache path, and the pages showed it as the model."""
+    from gate.dashboard.pages import model_label
+    from gate.store.db import connect
+
+    path = ("/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/"
+            "7ae557604adf67be50417f59c2c2f167def9a775")
+    assert model_label(path) == "Qwen/Qwen2.5-0.5B-Instruct @ 7ae557604adf"
+    assert model_label("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert model_label("/models/tiny-llama") == "/models/tiny-llama"
+    db = str(tmp_path / "g.duckdb")
+    info = seed_small(db, scorecards=("triage",), releases=1)
+    with connect(db) as con:
+        con.execute("UPDATE releases SET base_model = ?", [path]).fetchall()
+    client = _client(db)
+    (row,) = _rows(client.get("/").text, "releases")
+    assert ">Qwen/Qwen2.5-0.5B-Instruct @ 7ae557604adf<" in row and f'title="{path}"' in row
+    pins = client.get(f"/releases/{info['current']}").text.split('id="pins"', 1)[1].split("</table>", 1)[0]
+    assert f"Qwen/Qwen2.5-0.5B-Instruct @ 7ae557604adf ({path})" in pins
+
+
 def test_diff_aligns_metrics_and_marks_changed_pins(client, seeded):
     a, b = seeded["releases"][0], seeded["releases"][3]
     html = client.get("/diff", params={"a": a, "b": b}).text

@@ -61,6 +61,25 @@ def _show(v: Any) -> str:
     return str(v)
 
 
+def model_label(location: str | None) -> str | None:
+    """A model as a reader names it: a Hugging Face cache path (`.../models--Org--Name/snapshots/<sha>`, what
+    `gate release` records when the weights were read from the cache) is shown as `Org/Name @ <sha, 12>`; anything
+    else as recorded. Why: the cache path hid which model a release was built on behind 90 characters."""
+    import re
+
+    if not location:
+        return location
+    m = re.search(r"models--([^/\\]+?)--([^/\\]+)[/\\]snapshots[/\\]([0-9a-f]{7,})", location)
+    return f"{m.group(1)}/{m.group(2)} @ {m.group(3)[:12]}" if m else location
+
+
+def _pin(key: str, value: Any) -> str:
+    shown = _show(value)
+    if key == "base_model" and isinstance(value, str) and model_label(value) != value:
+        return f"{model_label(value)} ({value})"
+    return shown
+
+
 def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, limit: int = 200,
          per_scorecard: int = 200, **ctx: Any) -> str:
     """Releases over time (one chart per scorecard), the newest releases, filters and the diff form."""
@@ -72,6 +91,7 @@ def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, l
         current = views.current_release(con)
     for r in rows:
         r["data_check_status"] = status.get(r["release_id"], "none")
+        r["base_model_label"] = model_label(r.get("base_model"))
     return _render("home.html", title="Releases", charts=charts.release_history(series), releases=rows,
                    facets=facets, sel_scorecard=scorecard or "", sel_verdict=verdict or "", current=current, **ctx)
 
@@ -82,7 +102,7 @@ def _release_context(con: Any, release_id: str, *, history_upto: bool = False) -
     series = views.release_series(con, per_scorecard=200, scorecard=rel["scorecard"],
                                     upto=rel["created_at"] if history_upto else None)
     hist = charts.release_history(series).get(rel["scorecard"])
-    return {"rel": rel, "pins": [(k, _show(rel.get(k))) for k in PIN_FIELDS], "history_chart": hist,
+    return {"rel": rel, "pins": [(k, _pin(k, rel.get(k))) for k in PIN_FIELDS], "history_chart": hist,
             "category_chart": charts.category_breakdown(rel["comparisons"])}
 
 
@@ -182,7 +202,7 @@ def diff(db: str, a_id: str, b_id: str, **ctx: Any) -> str:
         if con is None:
             raise GateError(f"no release '{a_id}' in the record", file=db)
         a, b = views.release(con, a_id), views.release(con, b_id)
-    pins = [(k, _show(a.get(k)), _show(b.get(k))) for k in ["verdict", "created_at", *PIN_FIELDS]]
+    pins = [(k, _pin(k, a.get(k)), _pin(k, b.get(k))) for k in ["verdict", "created_at", *PIN_FIELDS]]
     metrics = _diff_metrics(a, b)
     return _render("diff.html", title=f"{a_id} vs {b_id}", a=a, b=b, pins=pins, metrics=metrics,
                    gates=_diff_gates(a, b), diff_chart=charts.release_diff(a_id, b_id, metrics), **ctx)
