@@ -177,6 +177,30 @@ def test_static_release_report_items_with_prompts(page: Any, server: dict[str, A
     _clean(page)
 
 
+def test_items_page_fits_the_window_with_long_unbroken_text(page: Any, tmp_path: Path) -> None:
+    """Issue 33 item 9: an answer or explanation with no spaces (JSON, a URL) widened the table past the window and
+    cut off the scorers' explanations; every cell now wraps inside a 1280 px window."""
+    from gate.dashboard.static import write_release_report
+    from gate.store.db import connect
+
+    db = str(tmp_path / "items.duckdb")
+    info = seed_items(db)
+    blob = '{"expected":{"product":"billing","severity":"low","next_action":"refund_review"},"got":' * 8
+    with connect(db) as con:
+        con.execute("UPDATE scores SET explanation = ? WHERE scorer = 'triage'", [blob]).fetchall()
+        con.execute("UPDATE samples SET output = ?", [blob.replace('"got":', '"answer":')]).fetchall()
+    page.goto(write_release_report(db, info["release"], tmp_path / "rel", scorecard=str(SCORECARD)).as_uri())
+    page.click("#items-link")
+    page.wait_for_selector("#items")
+    width = page.evaluate("window.innerWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    right = page.locator("#items table.scores div.muted").evaluate_all(
+        "r => Math.max(...r.map(x => x.getBoundingClientRect().right))")
+    assert right <= width, right
+    page.screenshot(path=str(ARTIFACTS / "release-report-items-wrapped.png"), full_page=False)
+    _clean(page)
+
+
 def test_home_data_check_column_and_time_axis(page: Any, server: dict[str, Any], tmp_path: Path) -> None:
     """Item 19: the column is there (every seeded release declares the failed check); ticks are dates."""
     _logged_in(page, server, "/")
