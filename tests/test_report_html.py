@@ -65,6 +65,8 @@ def test_cli_writes_a_self_contained_check_page(run: dict[str, Any], tmp_path: P
     # the four planted near-duplicate pairs, each a cluster of 2 with its Jaccard similarity
     clusters = _rows(html, "clusters")
     assert len(clusters) == 4 and all("near_duplicate" in c and "similarity 0.8" in c for c in clusters)
+    # and what repeats, redacted (issue 33 item 9: ids alone said nothing)
+    assert all(len(re.findall(r"<code>([^<]*)</code>", c)[-1]) > 40 for c in clusters)
     # lengths: the per-split percentile table and its chart (no tokenizer in this contract)
     assert len(_rows(html, "length-stats")) == 3 and 'data-target="length-chart"' in html
     findings = _rows(html, "findings")
