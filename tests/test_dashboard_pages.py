@@ -370,6 +370,8 @@ def test_no_check_is_hidden_behind_another_checks_findings(many):
     assert pages_read == 8 and len(seen) == 1503
     assert sum("af-018530" in r for r in seen) == 1 and sum('data-check="contract"' in r for r in seen) == 3
     assert "findings 1,401–1,503 of 1,503" in html and 'id="prev" href="?offset=1200"' in html
+    beyond = client.get(url, params={"offset": 5000, "check": "contract"}).text
+    assert "past the last of 3 findings" in beyond and 'id="first" href="?check=contract"' in beyond
 
 
 def test_findings_filter_by_check_rule_split_and_severity_on_the_server(many):
