@@ -205,3 +205,34 @@ def seed_bulk(db: str, *, scorecards: int = 10, releases: int = 1000, seed: int 
         _insert_arrow(con, "releases", rel_rows, list(rel_rows[0]))
         con.execute("COMMIT").fetchall()
     return len(rel_rows)
+
+
+def seed_many_findings(db: str, run_id: str = "chk-many-0001", *, big: int = 1500, small: int = 3) -> str:
+    """A check run whose findings sorted by check name start with `big` of `contamination` (two rules, two splits)
+    and end with `small` of `contract`: the shape that once hid the contract's findings behind a fixed cut."""
+    from gate.contract import load_contract
+    from gate.data.base import CheckResult, Finding
+    from gate.data.runner import CheckRun
+    from gate.io.dataset import SplitStats
+    from gate.store.db import record_check_run
+
+    many = [Finding(check="contamination", split="train" if i % 3 else "val", row=i + 1, field="messages",
+                    rule="contamination.exact" if i % 2 else "contamination.ngram", severity="error",
+                    message="row repeats an evaluation item", snippet="W*** t** r***", row_id=f"row-{i:06d}")
+            for i in range(big)]
+    few = [Finding(check="contract", split="train", row=20_000 + i, field="language", rule="language.allowed",
+                   severity="warning", message="language not in the contract's languages ['en']", snippet="fr",
+                   row_id=f"af-{18530 + i:06d}") for i in range(small)]
+    results = [
+        CheckResult(name="contamination", version="1", status="fail", counts={"scanned": 25_000, "findings": big},
+                    findings=many, seconds=2.0, summary=f"{big} rows repeat evaluation items"),
+        CheckResult(name="contract", version="1", status="warn", counts={"scanned": 25_000, "findings": small},
+                    findings=few, seconds=0.4, summary=f"{small} warnings"),
+    ]
+    run = CheckRun(run_id=run_id, dataset="fixtures/datasets/many", contract=load_contract(ROOT / "contracts" /
+                                                                                            "triage.yaml"),
+                   splits=[SplitStats(split="train", file="train.jsonl", format="jsonl", rows=25_000, bytes=9000,
+                                      sha256="cc" * 32)],
+                   results=results, started_at=T0 - timedelta(hours=2), seconds=3.0, fingerprint="fp-many-1")
+    record_check_run(run, 100, db)
+    return run_id

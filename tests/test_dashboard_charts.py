@@ -80,9 +80,9 @@ def test_names_cannot_break_out_of_the_script_element():
     assert "</script>" not in text and json.loads(text)["layout"]["title"]["text"].startswith("x</script>")
 
 
-def test_time_axis_never_zooms_below_hours():
-    """Issue 18 item 19: one release, or releases seconds apart, must not give plotly a millisecond autorange;
-    releases days apart get a range of their span plus 5%."""
+def test_time_axis_fits_the_span():
+    """Issue 18 item 19: one release must not give plotly a millisecond autorange (a day around it); issue 33
+    item 9: releases seconds apart get an axis seconds wide (at least 20 s), days apart their span plus 5%."""
     from datetime import datetime
 
     from gate.dashboard import charts
@@ -103,5 +103,8 @@ def test_time_axis_never_zooms_below_hours():
         return (hi - lo).total_seconds()
 
     assert span(["2026-01-05T09:00:00Z"]) >= 86_400
-    assert span(["2026-01-05T09:00:00Z", "2026-01-05T09:00:01Z"]) >= 86_400
+    # issue 33 item 9: a day-wide floor put releases 10 s apart on one line; the axis fits the span instead
+    assert 20 <= span(["2026-01-05T09:00:00Z", "2026-01-05T09:00:01Z"]) <= 30
+    assert span(["2026-01-05T09:00:00Z", "2026-01-05T09:00:10Z"]) == pytest.approx(30)  # they are 1/3 of it apart
+    assert span(["2026-01-05T09:00:00Z", "2026-01-05T11:00:00Z"]) == pytest.approx(2 * 3600 * 1.1)
     assert span(["2026-01-05T09:00:00Z", "2026-01-15T09:00:00Z"]) == pytest.approx(10 * 86_400 * 1.1)

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.dashboard_seed import PLANTED, ROOT, T0, release_rows, seed_check_run, seed_small
+from tests.dashboard_seed import PLANTED, ROOT, T0, release_rows, seed_check_run, seed_many_findings, seed_small
 
 fastapi = pytest.importorskip("fastapi")
 
@@ -88,6 +88,43 @@ def test_release_page_has_gates_breakdown_checks_and_pins(client, seeded):
     assert "adapter_sha256" in html and ">current<" in html
 
 
+def test_each_gate_says_which_way_is_better(tmp_path):
+    """Issue 33 item 9: `no-under-refusal-regression` showed observed -1.0 "pass" with nothing saying that lower
+    is better for an under-refusal rate; every gate row now names its direction."""
+    from gate.store.db import connect
+
+    db = str(tmp_path / "g.duckdb")
+    info = seed_small(db, scorecards=("triage",), releases=1)
+    with connect(db) as con:
+        con.execute("UPDATE gate_results SET gate = 'no-under-refusal-regression', metric = 'under_refusal', "
+                    "direction = 'lower_is_better', observed = -1.0 WHERE gate = 'refusal-no-regression'").fetchall()
+    rows = _rows(_client(db).get(f"/releases/{info['current']}").text, "gates")
+    (under,) = [r for r in rows if "no-under-refusal-regression" in r]
+    assert "lower is better" in under and "higher is better" not in under
+    assert all("higher is better" in r for r in rows if r is not under)
+
+
+def test_a_base_model_from_the_hub_cache_is_named_by_its_repo_and_revision(tmp_path):
+    """Issue 33 item 9: the release recorded the resolved cache path, and the pages showed it as the model."""
+    from gate.dashboard.pages import model_label
+    from gate.store.db import connect
+
+    path = ("/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/"
+            "7ae557604adf67be50417f59c2c2f167def9a775")
+    assert model_label(path) == "Qwen/Qwen2.5-0.5B-Instruct @ 7ae557604adf"
+    assert model_label("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert model_label("/models/tiny-llama") == "/models/tiny-llama"
+    db = str(tmp_path / "g.duckdb")
+    info = seed_small(db, scorecards=("triage",), releases=1)
+    with connect(db) as con:
+        con.execute("UPDATE releases SET base_model = ?", [path]).fetchall()
+    client = _client(db)
+    (row,) = _rows(client.get("/").text, "releases")
+    assert ">Qwen/Qwen2.5-0.5B-Instruct @ 7ae557604adf<" in row and f'title="{path}"' in row
+    pins = client.get(f"/releases/{info['current']}").text.split('id="pins"', 1)[1].split("</table>", 1)[0]
+    assert f"Qwen/Qwen2.5-0.5B-Instruct @ 7ae557604adf ({path})" in pins
+
+
 def test_diff_aligns_metrics_and_marks_changed_pins(client, seeded):
     a, b = seeded["releases"][0], seeded["releases"][3]
     html = client.get("/diff", params={"a": a, "b": b}).text
@@ -131,6 +168,29 @@ def test_a_raw_value_in_the_record_is_masked_on_the_way_out(tmp_path):
     html = _client(db, create_dashboard_app(db)).get(f"/checks/{run}").text
     assert "jane.roe@example.org" not in html
     assert "customer wrote from" in html
+
+
+def test_check_and_rule_names_are_not_masked_but_a_raw_token_beside_them_is(tmp_path):
+    """Issue 33 item 9: the secret check's summary showed its rule `base64_high_entropy_string` as `base*** 6`:
+    gate's own check and rule names are no personal data; a token in the same text still is masked."""
+    from gate.store.db import connect
+
+    db = str(tmp_path / "g.duckdb")
+    run = seed_check_run(db)
+    token = "a1b2c3d4e5f6a7b8c9d0e1f2a3b4"
+    with connect(db) as con:
+        con.execute("UPDATE findings SET rule = 'secret.base64_high_entropy_string', \"check\" = 'secret', "
+                    "message = 'base64_high_entropy_string near ' || ? WHERE run_id = ? AND \"check\" = 'contract'",
+                    [token, run]).fetchall()
+        con.execute("UPDATE check_results SET name = 'secret', summary = '6 possible secret(s) in 6 row(s) "
+                    "(base64_high_entropy_string 6) ' || ? WHERE run_id = ? AND name = 'contract'",
+                    [token, run]).fetchall()
+    html = _client(db).get(f"/checks/{run}").text
+    summary = next(r for r in _rows(html, "check-results") if 'data-check="secret"' in r)
+    assert "(base64_high_entropy_string 6)" in summary and "base***" not in summary
+    assert token not in html and token[:4] + "***" in summary
+    (finding,) = [r for r in _rows(html, "findings") if 'data-check="secret"' in r]
+    assert "base64_high_entropy_string near " + token[:4] + "***" in finding
 
 
 def test_pages_follow_the_record_and_cache_between_writes(tmp_path):
@@ -278,3 +338,75 @@ def test_release_page_collapses_the_per_category_table_above_the_evidence(client
     assert html.index("</details>") < html.index('id="data-checks"') < html.index('id="pins"')
     assert "<details id=\"comparisons-details\" open" not in html
 
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """1,500 contamination findings sorted before 3 contract findings (issue 33 item 8)."""
+    db = str(tmp_path_factory.mktemp("many") / "gate.duckdb")
+    return {"db": db, "run": seed_many_findings(db)}
+
+
+def _counts(html: str) -> dict[str, int]:
+    return {re.search(r'data-check="([^"]+)"', r).group(1): int(re.search(r'data-count="(\d+)"', r).group(1))
+            for r in _rows(html, "check-results")}
+
+
+def test_no_check_is_hidden_behind_another_checks_findings(many):
+    """Each check's count is on the page, and the pager reaches the contract's 3 findings behind 1,500 others."""
+    client = _client(many["db"])
+    url = f"/checks/{many['run']}"
+    html = client.get(url).text
+    assert _counts(html) == {"contamination": 1500, "contract": 3}
+    assert len(_rows(html, "findings")) == 200 and "findings 1–200 of 1,503" in html
+    seen, pages_read = [], 0
+    while True:
+        seen += _rows(html, "findings")
+        pages_read += 1
+        nxt = re.search(r'id="next" href="([^"]+)"', html)
+        if not nxt:
+            break
+        html = client.get(url + nxt.group(1).replace("&amp;", "&")).text
+    assert pages_read == 8 and len(seen) == 1503
+    assert sum("af-018530" in r for r in seen) == 1 and sum('data-check="contract"' in r for r in seen) == 3
+    assert "findings 1,401–1,503 of 1,503" in html and 'id="prev" href="?offset=1200"' in html
+    beyond = client.get(url, params={"offset": 5000, "check": "contract"}).text
+    assert "past the last of 3 findings" in beyond and 'id="first" href="?check=contract"' in beyond
+
+
+def test_findings_filter_by_check_rule_split_and_severity_on_the_server(many):
+    client = _client(many["db"])
+    url = f"/checks/{many['run']}"
+
+    def rows(**params: str) -> list[str]:
+        return _rows(client.get(url, params=params).text, "findings")
+
+    contract = rows(check="contract")
+    assert len(contract) == 3 and all("language.allowed" in r for r in contract)
+    assert len(rows(severity="warning")) == 3
+    val_exact = client.get(url, params={"rule": "contamination.exact", "split": "val"}).text
+    assert "findings 1–200 of 250" in val_exact
+    got = _rows(val_exact, "findings")
+    assert all('data-rule="contamination.exact"' in r and 'data-split="val"' in r for r in got)
+    assert rows(check="contract", severity="error") == []
+    # the filters are the form's selected options, and the counts per check stay the run's
+    html = client.get(url, params={"check": "contract"}).text
+    assert '<option value="contract" selected>' in html and _counts(html)["contamination"] == 1500
+
+
+def test_static_check_report_shows_every_check_and_says_where_the_capped_rest_are(many):
+    """The static page holds each check's first max_html_findings (bounded), never drops a check, and names the
+    record for the rest."""
+    from gate.dashboard import pages
+    from gate.io.limits import override
+
+    with override(max_html_findings=100):
+        html = pages.check_report(many["db"], many["run"])
+    assert _counts(html) == {"contamination": 1500, "contract": 3}
+    findings = _rows(html, "findings")
+    assert sum('data-check="contamination"' in r for r in findings) == 100
+    assert sum('data-check="contract"' in r for r in findings) == 3 and "af-018530" in html
+    capped = html.split('id="capped"', 1)[1].split("</p>", 1)[0]
+    assert "<code>contamination</code> has 1,500" in capped and "contract" not in capped.split("DuckDB")[0]
+    assert "DuckDB table <code>findings</code>" in capped and many["run"] in capped
+    assert "(first 100 here)" in html.split('data-check="contamination"', 1)[1].split("</tr>", 1)[0]

@@ -65,10 +65,15 @@ def test_cli_writes_a_self_contained_check_page(run: dict[str, Any], tmp_path: P
     # the four planted near-duplicate pairs, each a cluster of 2 with its Jaccard similarity
     clusters = _rows(html, "clusters")
     assert len(clusters) == 4 and all("near_duplicate" in c and "similarity 0.8" in c for c in clusters)
+    # and what repeats, redacted (issue 33 item 9: ids alone said nothing)
+    assert all(len(re.findall(r"<code>([^<]*)</code>", c)[-1]) > 40 for c in clusters)
     # lengths: the per-split percentile table and its chart (no tokenizer in this contract)
     assert len(_rows(html, "length-stats")) == 3 and 'data-target="length-chart"' in html
     findings = _rows(html, "findings")
-    assert len(findings) == int(re.search(r"(\d+) of (\d+) shown", html).group(2))
+    # none capped here: the file holds every finding, and each check's row says how many it has
+    counts = {c: int(re.search(r'data-count="(\d+)"', row).group(1)) for c, row in results.items()}
+    assert len(findings) == sum(counts.values()) and 'id="capped"' not in html
+    assert all(sum(f'data-check="{c}"' in f for f in findings) == n for c, n in counts.items())
     assert sum('data-check="pii"' in f for f in findings) == 10
     leaks = scan(planted_values(FIXTURES / "triage-faulty"), paths=[out])
     assert not leaks, leaks

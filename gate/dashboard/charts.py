@@ -81,15 +81,18 @@ def _layout(title: str, height: int, **kw: Any) -> dict[str, Any]:
             "legend": {"orientation": "h", "y": -0.15}, "hovermode": "closest", **kw}
 
 
-MIN_PAD_S = 12 * 3600  # half a day either side: a time axis never zooms in below hours
+MIN_PAD_S = 12 * 3600  # half a day either side of a lone release (nothing to fit; no millisecond autorange)
+MIN_SPAN_PAD_S = 10  # either side of releases a span apart: the axis fits the span, never sub-second ticks
 
 
 def _time_range(columns: list[list[Any]]) -> dict[str, Any]:
-    """An explicit x range around the releases' times, padded by 5% of their span and at least half a day.
+    """An explicit x range that fits the releases' times: their span padded by 5% of it (at least `MIN_SPAN_PAD_S`
+    either side), or a day around a single release.
 
-    Why: plotly's autorange over one release (or releases seconds apart) zooms to milliseconds, and the axis then
-    shows sub-second ticks that say nothing about a programme whose releases are days apart; dates without
-    seconds unless the span is under a day.
+    Why: plotly's autorange over one release zooms to milliseconds and shows sub-second ticks that say nothing;
+    but a fixed day-wide floor put two releases 10 s apart on one line. So only a lone time (no span to fit) gets
+    the day; any span gets an axis of its own size, with ticks in seconds, minutes or days to match (never below
+    a second: the padding keeps the range at least 20 s wide).
     """
     from datetime import datetime, timedelta
 
@@ -97,10 +100,12 @@ def _time_range(columns: list[list[Any]]) -> dict[str, Any]:
     if not times:
         return {}
     lo, hi = min(times), max(times)
-    pad = timedelta(seconds=max((hi - lo).total_seconds() * 0.05, MIN_PAD_S))
+    span = (hi - lo).total_seconds()
+    pad = timedelta(seconds=MIN_PAD_S if span == 0 else max(span * 0.05, MIN_SPAN_PAD_S))
     fmt = "%Y-%m-%d %H:%M:%S"
     return {"range": [(lo - pad).strftime(fmt), (hi + pad).strftime(fmt)],
-            "tickformatstops": [{"dtickrange": [None, 86_400_000], "value": "%b %d %H:%M"},
+            "tickformatstops": [{"dtickrange": [None, 60_000], "value": "%H:%M:%S"},
+                                {"dtickrange": [60_000, 86_400_000], "value": "%b %d %H:%M"},
                                 {"dtickrange": [86_400_000, None], "value": "%b %d, %Y"}]}
 
 

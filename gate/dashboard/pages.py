@@ -61,6 +61,25 @@ def _show(v: Any) -> str:
     return str(v)
 
 
+def model_label(location: str | None) -> str | None:
+    """A model as a reader names it: a Hugging Face cache path (`.../models--Org--Name/snapshots/<sha>`, what
+    `gate release` records when the weights were read from the cache) is shown as `Org/Name @ <sha, 12>`; anything
+    else as recorded. Why: the cache path hid which model a release was built on behind 90 characters."""
+    import re
+
+    if not location:
+        return location
+    m = re.search(r"models--([^/\\]+?)--([^/\\]+)[/\\]snapshots[/\\]([0-9a-f]{7,})", location)
+    return f"{m.group(1)}/{m.group(2)} @ {m.group(3)[:12]}" if m else location
+
+
+def _pin(key: str, value: Any) -> str:
+    shown = _show(value)
+    if key == "base_model" and isinstance(value, str) and model_label(value) != value:
+        return f"{model_label(value)} ({value})"
+    return shown
+
+
 def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, limit: int = 200,
          per_scorecard: int = 200, **ctx: Any) -> str:
     """Releases over time (one chart per scorecard), the newest releases, filters and the diff form."""
@@ -72,6 +91,7 @@ def home(db: str, *, scorecard: str | None = None, verdict: str | None = None, l
         current = views.current_release(con)
     for r in rows:
         r["data_check_status"] = status.get(r["release_id"], "none")
+        r["base_model_label"] = model_label(r.get("base_model"))
     return _render("home.html", title="Releases", charts=charts.release_history(series), releases=rows,
                    facets=facets, sel_scorecard=scorecard or "", sel_verdict=verdict or "", current=current, **ctx)
 
@@ -86,7 +106,7 @@ def _release_context(con: Any, release_id: str, *, history_upto: bool = False) -
 
     # what the release's training data owes to reviewed corrections (`gate apply`), by the rule each cited
     corrections = corrections_in(con, list(rel.get("dataset_fingerprints") or []))
-    return {"rel": rel, "pins": [(k, _show(rel.get(k))) for k in PIN_FIELDS], "history_chart": hist,
+    return {"rel": rel, "pins": [(k, _pin(k, rel.get(k))) for k in PIN_FIELDS], "history_chart": hist,
             "category_chart": charts.category_breakdown(rel["comparisons"]), "corrections": corrections}
 
 
@@ -186,7 +206,7 @@ def diff(db: str, a_id: str, b_id: str, **ctx: Any) -> str:
         if con is None:
             raise GateError(f"no release '{a_id}' in the record", file=db)
         a, b = views.release(con, a_id), views.release(con, b_id)
-    pins = [(k, _show(a.get(k)), _show(b.get(k))) for k in ["verdict", "created_at", *PIN_FIELDS]]
+    pins = [(k, _pin(k, a.get(k)), _pin(k, b.get(k))) for k in ["verdict", "created_at", *PIN_FIELDS]]
     metrics = _diff_metrics(a, b)
     return _render("diff.html", title=f"{a_id} vs {b_id}", a=a, b=b, pins=pins, metrics=metrics,
                    gates=_diff_gates(a, b), diff_chart=charts.release_diff(a_id, b_id, metrics), **ctx)
@@ -198,40 +218,96 @@ def checks(db: str, **ctx: Any) -> str:
     return _render("checks.html", title="Dataset checks", runs=runs, **ctx)
 
 
-def _check_run_context(db: str, run_id: str, check: str | None) -> dict[str, Any]:
-    """The run, its findings and clusters (every quoted value masked again on the way out) and its length chart."""
+def _identifiers(run: dict[str, Any]) -> Any:
+    """A pattern of gate's own names in a run (its checks, rules, and rules without their check's prefix): they
+    are no personal data, and the loose masker took "base64_high_entropy_string" for a token ("base*** 6")."""
+    import re
+
+    names = {r["name"] for r in run["results"] if r.get("name")} | set(run["facets"].get("check", []))
+    for rule in run["facets"].get("rule", []):
+        names |= {rule, rule.split(".", 1)[-1]}
+    names = {n for n in names if n}
+    if not names:
+        return None
+    alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])(?:{alts})(?![\w])")
+
+
+def _mask_text(text: str, keep: Any) -> str:
+    """A message or summary masked again on the way out (`mask_loose`), gate's own check and rule names kept."""
+    from gate.pii.redact import mask_loose
+
+    if keep is None:
+        return mask_loose(text)
+    out, pos = [], 0
+    for m in keep.finditer(text):
+        out += [mask_loose(text[pos:m.start()]), m.group(0)]
+        pos = m.end()
+    out.append(mask_loose(text[pos:]))
+    return "".join(out)
+
+
+PAGE_SIZE = 200  # findings per page of the live check-run page
+
+
+def _check_run_context(db: str, run_id: str, filters: dict[str, str | None], *, offset: int = 0,
+                       per_check: int | None = None) -> dict[str, Any]:
+    """The run, one page of its findings (or each check's first `per_check`), the count per check, and its
+    clusters (every quoted value masked again on the way out) and its length chart."""
     from gate.pii.redact import mask_loose as mask
 
+    offset = max(0, offset)
     with _record(db) as con:
         if con is None:
             raise GateError(f"no check run '{run_id}' in the record", file=db)
-        run = views.check_run(con, run_id, check=check)
+        run = views.check_run(con, run_id, **filters, limit=PAGE_SIZE, offset=offset, per_check=per_check)
         details = evidence.check_run_details(con, run_id)
         clusters = evidence.duplicate_clusters(con, run_id)
+    keep = _identifiers(run)
     for f in run["findings"]:
         f["snippet"] = mask(f["snippet"]) if f.get("snippet") else f.get("snippet")
-        f["message"] = mask(f["message"]) if f.get("message") else f.get("message")
+        f["message"] = _mask_text(f["message"], keep) if f.get("message") else f.get("message")
     for r in run["results"]:
-        r["summary"] = mask(r["summary"]) if r.get("summary") else r.get("summary")
+        r["summary"] = _mask_text(r["summary"], keep) if r.get("summary") else r.get("summary")
     for c in clusters:
         for m in c["members"]:
             m["snippet"] = mask(m["snippet"]) if m.get("snippet") else m.get("snippet")
-    severities = sorted({f["severity"] for f in run["findings"] if f.get("severity")})
+    # checks that recorded findings but no result row (none today) still get their count shown
+    named = {r["name"] for r in run["results"]}
+    extra = [{"name": c, "status": None, "counts": None, "seconds": None, "summary": None}
+             for c in run["finding_counts"] if c not in named]
+    run["results"] = run["results"] + extra
+    capped = {c: n for c, n in run["finding_counts"].items() if per_check is not None and n > per_check}
     length = details.get("length") or {}
-    return {"run": run, "check": check or "", "severities": severities, "clusters": clusters,
+    active = {k: v or "" for k, v in filters.items()}
+
+    def query(**over: Any) -> str:
+        """This page's URL query with some parameters changed (empty ones left out)."""
+        from urllib.parse import urlencode
+
+        return "?" + urlencode({k: v for k, v in {**active, "offset": offset, **over}.items() if v})
+
+    return {"run": run, "filters": active, "check": active.get("check", ""), "offset": offset, "query": query,
+            "page_size": PAGE_SIZE, "per_check": per_check, "capped": capped, "clusters": clusters,
             "length_chart": charts.length_chart(length) if length else None, "length_splits": length.get("splits")}
 
 
-def check_run(db: str, run_id: str, *, check: str | None = None, **ctx: Any) -> str:
-    """One dataset check and its findings, every quoted value masked again on the way out."""
-    page = _check_run_context(db, run_id, check)
+def check_run(db: str, run_id: str, *, check: str | None = None, rule: str | None = None, split: str | None = None,
+              severity: str | None = None, offset: int = 0, **ctx: Any) -> str:
+    """One dataset check and a page of its findings, filtered server-side, every quoted value masked again."""
+    filters = {"check": check, "rule": rule, "split": split, "severity": severity}
+    page = _check_run_context(db, run_id, filters, offset=offset)
     return _render("check_run.html", title=f"Check {run_id}", **page, **ctx)
 
 
 def check_report(db: str, run_id: str, **ctx: Any) -> str:
-    """The check-run page frozen as one static page (`gate report-html --check-run`): every finding, no links
-    into a live dashboard, the check filter client-side."""
-    page = _check_run_context(db, run_id, None)
+    """The check-run page frozen as one static page (`gate report-html --check-run`): every check's count and its
+    first `max_html_findings` findings (so no check is hidden and the file stays bounded), no links into a live
+    dashboard, filters and paging client-side."""
+    from gate.io.limits import current
+
+    filters: dict[str, str | None] = {"check": None, "rule": None, "split": None, "severity": None}
+    page = _check_run_context(db, run_id, filters, per_check=current().max_html_findings)
     ctx.setdefault("links", False)
     return _render("check_run.html", title=f"Check {run_id}", subtitle="static check report", static=True, **page,
                    **ctx)

@@ -176,9 +176,13 @@ async def checks(request: Request) -> Response:
 
 
 @router.get("/checks/{run_id}", name="dashboard_check_run", response_class=HTMLResponse)
-async def check_run(request: Request, run_id: str, check: str | None = None) -> Response:
-    return await _page(request, ("check_run", run_id, check or None),
-                       lambda db, **ctx: pages.check_run(db, run_id, check=check or None, **ctx))
+async def check_run(request: Request, run_id: str, check: str | None = None, rule: str | None = None,
+                    split: str | None = None, severity: str | None = None, offset: int = 0) -> Response:
+    """Filters (check, rule, split, severity) and paging (offset) are query parameters, answered by the store."""
+    f = {"check": check or None, "rule": rule or None, "split": split or None, "severity": severity or None}
+    offset = max(0, offset)
+    return await _page(request, ("check_run", run_id, *f.values(), offset),
+                       lambda db, **ctx: pages.check_run(db, run_id, **f, offset=offset, **ctx))
 
 
 @router.get("/checks/{run_id}/report.html", name="dashboard_check_report", response_class=HTMLResponse)

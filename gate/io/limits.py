@@ -41,6 +41,9 @@ class Limits:
     max_yaml_bytes: int = 4 * MIB
     #: findings per check written into report.json and junit.xml (all of them still go to DuckDB)
     max_report_findings: int = 10_000
+    #: findings per check embedded in the static check report (`gate report-html --check-run`): every check shows
+    #: its count and its first N, the page stays a few MB; all of them are in DuckDB and on the live dashboard
+    max_html_findings: int = 1_000
 
 
 _current: ContextVar[Limits | None] = ContextVar("gate_limits", default=None)

@@ -250,8 +250,19 @@ def check_runs(con: Any | None, *, limit: int = 200) -> list[dict[str, Any]]:
         "ORDER BY r.started_at DESC LIMIT ?", [limit]))
 
 
-def check_run(con: Any | None, run_id: str, *, check: str | None = None, limit: int = 1000) -> dict[str, Any]:
-    """One dataset check: its results per check and its findings (stored snippets are already redacted)."""
+FINDING_FILTERS = ("check", "rule", "split", "severity")
+
+
+def check_run(con: Any | None, run_id: str, *, check: str | None = None, rule: str | None = None,
+              split: str | None = None, severity: str | None = None, limit: int = 200, offset: int = 0,
+              per_check: int | None = None) -> dict[str, Any]:
+    """One dataset check: its results per check, how many findings each check has, and one page of its findings
+    (stored snippets are already redacted).
+
+    Why counts per check and paging rather than one capped list: findings sorted by check name and cut at a fixed
+    number hid whole checks (44,409 findings, the contract's never shown). `limit`/`offset` page through the
+    filtered findings (the live dashboard); `per_check` instead takes each check's first N (the static report,
+    which must stay bounded but show every check)."""
     have = tables(con)
     rows = _rows(con.execute(
         f"SELECT * REPLACE ({_iso('started_at')} AS started_at) FROM runs WHERE run_id = ?", [run_id])) \
@@ -262,16 +273,33 @@ def check_run(con: Any | None, run_id: str, *, check: str | None = None, limit: 
     run["results"] = _rows(con.execute(
         "SELECT name, version, status, counts, seconds, summary FROM check_results WHERE run_id = ? ORDER BY rowid",
         [run_id])) if "check_results" in have else []
-    run["findings"], run["findings_total"] = [], 0
-    if "findings" in have:
-        where, params = "run_id = ?", [run_id]
-        if check:
-            where += ' AND "check" = ?'
-            params.append(check)
-        run["findings_total"] = con.execute(f"SELECT count(*) FROM findings WHERE {where}", params).fetchall()[0][0]
+    run["findings"], run["findings_total"], run["finding_counts"] = [], 0, {}
+    run["facets"] = {k: [] for k in FINDING_FILTERS}
+    if "findings" not in have:
+        return run
+    run["finding_counts"] = dict(con.execute(
+        'SELECT "check", count(*) FROM findings WHERE run_id = ? GROUP BY "check" ORDER BY "check"',
+        [run_id]).fetchall())
+    for col in FINDING_FILTERS:
+        run["facets"][col] = [r[0] for r in con.execute(
+            f'SELECT DISTINCT "{col}" FROM findings WHERE run_id = ? AND "{col}" IS NOT NULL ORDER BY 1',
+            [run_id]).fetchall()]
+    where, params = "run_id = ?", [run_id]
+    for col, value in zip(FINDING_FILTERS, (check, rule, split, severity), strict=True):
+        if value:
+            where += f' AND "{col}" = ?'
+            params.append(value)
+    run["findings_total"] = con.execute(f"SELECT count(*) FROM findings WHERE {where}", params).fetchall()[0][0]
+    cols = '"check", split, "row", field, rule, severity, message, snippet, row_id'
+    if per_check is not None:
         run["findings"] = _rows(con.execute(
-            f'SELECT "check", split, "row", field, rule, severity, message, snippet, row_id FROM findings '
-            f'WHERE {where} ORDER BY "check", split, "row" LIMIT ?', [*params, limit]))
+            f'SELECT {cols} FROM (SELECT {cols}, row_number() OVER (PARTITION BY "check" ORDER BY split, "row", '
+            f'rule) AS rn FROM findings WHERE {where}) WHERE rn <= ? ORDER BY "check", split, "row", rule',
+            [*params, per_check]))
+    else:
+        run["findings"] = _rows(con.execute(
+            f'SELECT {cols} FROM findings WHERE {where} ORDER BY "check", split, "row", rule LIMIT ? OFFSET ?',
+            [*params, limit, offset]))
     return run
 
 

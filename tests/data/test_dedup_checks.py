@@ -43,11 +43,27 @@ def test_near_duplicates_within_split_and_leakage_across(tmp_path, triage_contra
     res = results(tmp_path, triage_contract, ["near_duplicate", "leakage", "exact_duplicate"])
     assert [(f.split, f.row) for f in res["near_duplicate"].findings] == [("train", 31)]
     assert "near duplicate of row 6" in res["near_duplicate"].findings[0].message
+    # issue 33 item 9: the finding (and so the dashboard's cluster) shows the row's text, redacted
+    assert res["near_duplicate"].findings[0].snippet  # the row's text, redacted (below, on readable text)
     assert [(f.split, f.row, f.rule) for f in res["leakage"].findings] == [
         ("train", 46, "leakage.near"), ("train", 47, "leakage.exact")]
     assert [(f.split, f.row) for f in res["exact_duplicate"].findings] == [("train", 41)]
     curve = res["near_duplicate"].details["detection_curve"]
     assert curve[0]["jaccard"] == 0.5 and all(0 <= p["p_candidate"] <= 1 for p in curve)
+
+
+def test_a_near_duplicate_finding_quotes_its_row_redacted(tmp_path, triage_contract):
+    """Issue 33 item 9: clusters listed row ids with no text; the finding now carries the row's text, redacted
+    like every quoted value (common words kept, an e-mail masked)."""
+    body = ("The calendar sync stopped working after the last update and every meeting I add on the phone is "
+            "missing on the laptop, please write back to jane.roe@example.org with the steps to restore it; "
+            + text(99, 40) + " today")
+    rows = [triage_row(i, text(i)) for i in range(10)]
+    rows[2], rows[7] = triage_row(2, body), triage_row(7, body.replace("today", "soon"))
+    write_jsonl(tmp_path / "train.jsonl", rows)
+    (f,) = results(tmp_path, triage_contract, ["near_duplicate"])["near_duplicate"].findings
+    assert f.row == 8 and "jane.roe@example.org" not in f.snippet and "j***@e***.org" in f.snippet
+    assert "stopped working after the last update" in f.snippet and len(f.snippet) <= 161
 
 
 def test_contamination_names_the_evaluation_item(tmp_path):

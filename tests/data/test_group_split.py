@@ -20,7 +20,19 @@ def test_rows_outside_their_groups_home_split_are_found(tmp_path, triage_contrac
     assert {(f.split, f.row) for f in res.findings} == {("val", 2), ("train", 21)}
     assert res.status == "fail"
     assert res.counts["groups_in_several_splits"] == 2
-    assert "lives in train" in next(f.message for f in res.findings if f.split == "val")
+    assert next(f.message for f in res.findings if f.split == "val").startswith("group cus-00003 lives in train")
+
+
+def test_the_message_names_the_group_as_an_identifier_and_masks_personal_data(tmp_path, triage_contract):
+    """Issue 33 item 9: the group key's value was masked like data ("cus-00003" -> "xxx-ddddd"); it is an id a
+    reviewer needs to find the group, so only what looks like personal data is masked."""
+    write_jsonl(tmp_path / "train.jsonl", [_row(i, c) for i, c in enumerate(["cus-00003", "cus-00003",
+                                                                            "jane.roe@example.org"] * 2)])
+    write_jsonl(tmp_path / "val.jsonl", [_row(100, "cus-00003"), _row(101, "jane.roe@example.org")])
+    res = run_checks(str(tmp_path), triage_contract, checks=["group_split"], progress=False).results[0]
+    messages = sorted(f.message for f in res.findings)
+    assert messages == ["group cus-00003 lives in train (4 rows); this row is in val",
+                        "group j***@e***.org lives in train (2 rows); this row is in val"]
 
 
 def test_missing_required_key_is_left_to_the_contract_check(tmp_path, triage_contract):

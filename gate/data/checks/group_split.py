@@ -17,8 +17,15 @@ from gate.contract import Contract
 from gate.contract.file_schema import NO_OPTIONS
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.groups import group_of
-from gate.pii.redact import value_snippet as snippet
+from gate.pii.redact import mask_ident
 
+
+def _group_shown(value: str, width: int = 40) -> str:
+    """A group key's value as the message names it: an identifier (like a row id), so shown as written unless it
+    looks like personal data or a secret (`mask_ident`: "cus-00003" stays, an e-mail becomes "j***@e***.org").
+    It was once masked as a data value ("xxx-ddddd"), so a reviewer could not tell which group to move."""
+    shown = mask_ident(value)
+    return shown if len(shown) <= width else shown[:width - 1] + "…"
 
 class GroupSplitCheck(Check):
     name = "group_split"
@@ -116,7 +123,7 @@ class GroupSplitCheck(Check):
             home = self._splits[int(row_home[i])]
             self.findings.append(Finding(
                 "group_split", self._splits[int(s[i])], int(lines[i]), self.contract.group_key, "group_split",
-                "error", f"group {snippet(values[int(i)].as_py(), 40)} lives in {home} ({int(home_n[pos[i]])} "
+                "error", f"group {_group_shown(values[int(i)].as_py())} lives in {home} ({int(home_n[pos[i]])} "
                          f"rows); this row is in {self._splits[int(s[i])]}", None, ids[int(i)].as_py()))
         self._hashes.clear()
 

@@ -27,6 +27,7 @@ from gate.data.neardup import (
     neardup_config,
     within_split_drops,
 )
+from gate.pii.redact import value_snippet
 
 
 class _ClusterCheck(Check):
@@ -118,6 +119,8 @@ class _ClusterCheck(Check):
                 "report_lines": [res.plan.describe()]}
 
 
+SNIPPET_CHARS = 160  # of a near duplicate's text in its finding (redacted like every quoted value)
+
 #: what a finding's `cluster_size` is (details and docs say it): the rows joined by verified pairs, never an estimate
 CLUSTER_SIZE = ("a lower bound: the rows joined by verified pairs; a row whose every pair LSH missed (see "
                 "detection_curve) is not counted")
@@ -177,7 +180,8 @@ class NearDuplicateCheck(_ClusterCheck):
                 f"near duplicate of {partner}, Jaccard {d.jaccard:.2f}; cluster {cluster_id} of at least {c.size} "
                 f"row(s) (joined by verified pairs), kept row {kept_line}"
                 + (f", {d.hops} hop(s) from it" if keep == "chain" else ""),
-                None, cl.ids[d.pos],
+                # the row's text, redacted: a cluster listed as ids alone did not show what was repeated
+                value_snippet(self._texts[d.pos], SNIPPET_CHARS) if self._texts[d.pos] else None, cl.ids[d.pos],
                 partner_row=p_line, partner_id=cl.ids[d.partner], score=round(d.jaccard, 6),
                 cluster_id=cluster_id, cluster_size=c.size))
         self.keep = keep
