@@ -137,3 +137,19 @@ def test_the_scan_looks_for_its_whole_token_and_whole_secret_never_a_fragment(tm
     assert token_shown(token, pages) is None
     assert token_shown(token, {**pages, "dashboard GET /tokens": f"<td>{secret}</td>"}) == "dashboard GET /tokens"
     assert token_shown(token, {"GET /a": "clean", "GET /b": f"Bearer {token}"}) == "GET /b"
+
+
+def test_every_page_of_a_paged_check_run_is_scanned(tmp_path):
+    """The check-run page took filters and an offset; the scan refused the route (the demo's second half failed),
+    and it must render the pages past the first, where a value could hide."""
+    from gate.dashboard.app import create_dashboard_app
+    from gate.dashboard.pages import PAGE_SIZE
+    from gate.demo.leakscan import _get_routes, _page_sources, _page_urls
+    from tests.dashboard_seed import seed_many_findings
+
+    db = str(tmp_path / "g.duckdb")
+    run = seed_many_findings(db, big=2 * PAGE_SIZE + 5, small=3)
+    route = next(r for r in _get_routes(create_dashboard_app(db)) if r.path == "/checks/{run_id}")
+    urls = _page_urls(route, _page_sources(db))
+    assert f"/checks/{run}?offset={PAGE_SIZE}" in urls and f"/checks/{run}?offset={2 * PAGE_SIZE}" in urls
+    assert f"/checks/{run}" in urls and f"/checks/{run}?check=contract" in urls

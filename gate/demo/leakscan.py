@@ -196,6 +196,7 @@ def _get_routes(app: Any) -> list[Any]:
 
 def _page_sources(db: str) -> dict[str, Any]:
     """Each route parameter's values, from the record (a callable gets the path parameters chosen so far)."""
+    from gate.dashboard.pages import PAGE_SIZE
     from gate.store.inspect import page_ids
 
     ids = page_ids(db)
@@ -206,7 +207,11 @@ def _page_sources(db: str) -> dict[str, Any]:
         pairs = list(itertools.pairwise(releases))
     return {"release_id": releases, "run_id": runs, "scorecard": [None, *scorecards],
             "verdict": [None, "PROMOTE", "BLOCK"], "(a, b)": pairs,
-            "check": lambda chosen: [None, *checks.get(chosen.get("run_id"), [])], "next": [None]}
+            "check": lambda chosen: [None, *checks.get(chosen.get("run_id"), [])], "next": [None],
+            # every finding is on some page: the unfiltered pages at each offset (a filter only narrows them)
+            "rule": [None], "split": [None], "severity": [None],
+            "offset": lambda chosen: [None, *range(PAGE_SIZE, ids["findings"].get(chosen.get("run_id"), 0),
+                                                   PAGE_SIZE)]}
 
 
 def _page_urls(route: Any, sources: dict[str, Any]) -> list[str]:

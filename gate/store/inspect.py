@@ -40,7 +40,7 @@ def column_texts(path: str | Path) -> list[tuple[str, str, str]]:
 
 def page_ids(db: str) -> dict[str, Any]:
     """The ids the dashboard's routes take, from the record: release ids, scorecards, check run ids, and each
-    check run's checks (empty lists for tables not made yet)."""
+    check run's checks and findings count (empty for tables not made yet)."""
     import duckdb
 
     con = duckdb.connect(db, read_only=True)
@@ -54,9 +54,11 @@ def page_ids(db: str) -> dict[str, Any]:
             if "runs" in have else []
         checks = {r: [c for (c,) in con.execute('SELECT DISTINCT "check" FROM findings WHERE run_id = ? ORDER BY 1',
                                                  [r]).fetchall()] for r in runs} if "findings" in have else {}
+        findings = {r: int(con.execute("SELECT count(*) FROM findings WHERE run_id = ?", [r]).fetchone()[0])
+                    for r in runs} if "findings" in have else {}
     finally:
         con.close()
-    return {"releases": releases, "scorecards": scorecards, "runs": runs, "checks": checks}
+    return {"releases": releases, "scorecards": scorecards, "runs": runs, "checks": checks, "findings": findings}
 
 
 def table_count(path: str | Path) -> int:
