@@ -3,7 +3,7 @@ real `gate serve` (one uvicorn process) on 127.0.0.1 for SERVICE_LOAD_SECONDS (6
 
 The record is seeded through the real writers (tests/dashboard_seed.py: releases, decisions, a check run with
 findings) so the reads return real rows; score jobs ask a small OpenAI-compatible server in its own process
-(tests/serve/fake_openai.py) through the response cache. Each client loops: a read most of the time (list jobs,
+(gate/testing/fake_openai.py) through the response cache. Each client loops: a read most of the time (list jobs,
 one job, check runs, a run's findings, score runs, decisions, releases, the dashboard's home when mounted), a
 submission when the global submission budget allows (CHECKS_PER_S, SCORES_PER_S: the one worker thread runs jobs
 one at a time, so an unbounded stream of submissions would only measure the length of the queue). After the load,
@@ -121,7 +121,7 @@ def world(base: Path | None = None) -> Iterator[World]:
         mport, sport = _free_port(), _free_port()
         mlog, slog = tmp / "model.log", tmp / "server.log"
         with open(mlog, "wb") as fh:
-            procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "serve" / "fake_openai.py"),
+            procs.append(subprocess.Popen([sys.executable, str(ROOT / "gate" / "testing" / "fake_openai.py"),
                                            "--port", str(mport)], cwd=ROOT, env=env, stdout=fh,
                                           stderr=subprocess.STDOUT))
         with open(slog, "wb") as fh:

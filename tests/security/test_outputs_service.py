@@ -39,6 +39,9 @@ def test_service_findings_and_errors_show_no_raw_identifier(tmp_path: Path) -> N
     (root / "bad" / "train\n::add-mask::hunter2\nx.jsonl").write_text(
         json.dumps(_row("r1", "hi")) + "\nnot json\n")
     (root / "c.yaml").write_text(CONTRACT)
+    # the odd file is mapped to train, so the job reads it and fails on its bad line (an unmapped name is refused
+    # before any row is read, with the same escaped name)
+    (root / "bad.yaml").write_text(CONTRACT + 'splits:\n  train: ["train*"]\n')
     cfg = ServiceConfig(roots=[root], db=str(tmp_path / "g.duckdb"), state_dir=tmp_path / "state")
     ci, viewer = create_token(cfg.db, "ci", "ci"), create_token(cfg.db, "v", "viewer")
     auth = {"Authorization": f"Bearer {viewer}"}
@@ -51,7 +54,7 @@ def test_service_findings_and_errors_show_no_raw_identifier(tmp_path: Path) -> N
         assert res.status_code == 200 and [f["row_id"] for f in res.json()["findings"]] == ["j***@e***.org"]
         assert EMAIL_ID not in res.text and EMAIL_ID not in json.dumps(got)
         bad = c.post("/checks", headers={"Authorization": f"Bearer {ci}"},
-                     json={"dataset": "bad", "contract": "c.yaml", "checks": ["pii"]}).json()
+                     json={"dataset": "bad", "contract": "bad.yaml", "checks": ["pii"]}).json()
         got = _wait(c, bad["job_id"], auth)
         assert got["status"] == "failed" and "malformed JSON" in got["error"], got
         assert "\n" not in got["error"] and "\\n::add-mask::" in got["error"], got
