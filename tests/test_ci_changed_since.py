@@ -177,3 +177,74 @@ def test_existing_findings_are_marked_listed_after_new_ones_and_fail_only_when_a
     assert [(f["row"], f["novelty"]) for f in report["findings"]] == [(13, "new"), (12, "existing")]
     md = (repo / "rep" / "report.md").read_text()
     assert md.index("| **new** | train | 13 |") < md.index("| existing | train | 12 |")
+
+
+# ---- issue 33 item 6: --changed-since with --base runs the incremental path, and says which path ran ------------
+
+def test_changed_since_with_base_checks_only_the_changed_rows_incrementally(own_contract_repo):
+    """The action's default: one pass over the change (its rows against the dataset's index), not two whole checks;
+    `--base` beside `--changed-since` was silently ignored before."""
+    repo = own_contract_repo
+    rows = [json.loads(line) for line in (repo / "data" / "train.jsonl").read_text().splitlines()]
+    old_dup = {**rows[1], "id": "tri-000500"}
+    write_jsonl(repo / "data" / "train.jsonl", [*rows, old_dup])
+    _git(repo, "commit", "-q", "-am", "a duplicate, on the target branch already")
+    _git(repo, "branch", "-f", "main")
+    write_jsonl(repo / "data" / "train.jsonl", [*rows, old_dup, {**rows[6], "id": "tri-000600"}])
+    _git(repo, "commit", "-q", "-am", "a new duplicate")
+    code, out = _own(repo, "exact_duplicate", extra=("--base", "main", "-j", "1", "--index", str(repo / ".idx")))
+    assert code == 100, out
+    report = json.loads((repo / "rep" / "report.json").read_text())
+    assert [f["row"] for f in report["findings"]] == [12]  # the new copy only, not the old one
+    md = (repo / "rep" / "report.md").read_text()
+    assert "Incremental against" in md and "1 new row(s) checked" in md and "Full check" not in md
+    assert (repo / ".idx" / "manifest.json").is_file()  # built on first use, outside the dataset
+    # without --base: the full path, said so
+    code, out = _own(repo, "exact_duplicate")
+    assert code == 100, out
+    md = (repo / "rep" / "report.md").read_text()
+    assert "Incremental against" not in md and "Full check: every row here and at the base." in md
+
+
+def test_changed_since_with_base_checks_whole_where_incremental_cannot_answer(own_contract_repo):
+    """A changed contract judges the old rows too, and --fail-on-existing needs their findings: the full path, and
+    the report and the verdict line say why it was not incremental."""
+    repo = own_contract_repo
+    contract = repo / "contracts" / "triage.yaml"
+    contract.write_text(contract.read_text().replace("sources: [email, chat, web_form, phone]", "sources: [chat]"))
+    _git(repo, "commit", "-q", "-am", "tighten sources")
+    code, out = _own(repo, "contract", extra=("--base", "main", "-j", "1", "--index", str(repo / ".idx")))
+    assert code == 100, out
+    report = json.loads((repo / "rep" / "report.json").read_text())
+    assert len([f for f in report["findings"] if f["check"] == "contract"]) == 10  # every old row, judged anew
+    md = (repo / "rep" / "report.md").read_text()
+    assert "Incremental against" not in md
+    assert "(not incremental: the contract's inputs changed: `contracts/triage.yaml` changed since `main`)." in md
+    assert "full check, not incremental: the contract's inputs changed" in out
+    _git(repo, "checkout", "-q", "main", "--", "contracts/triage.yaml")
+    _git(repo, "commit", "-q", "-am", "untighten")
+    (repo / "data" / "train.jsonl").write_text((repo / "data" / "train.jsonl").read_text() + json.dumps(
+        triage_row(80, "a fresh ticket about a dead keyboard")) + "\n")
+    code, out = _own(repo, "exact_duplicate", extra=("--base", "main", "--fail-on-existing", "-j", "1",
+                                                       "--index", str(repo / ".idx")))
+    assert code == 0, out
+    assert "(not incremental: --fail-on-existing needs the findings of every row)." in \
+        (repo / "rep" / "report.md").read_text()
+
+
+def test_the_ci_script_passes_base_unless_told_not_to(tmp_path):
+    from tests.conftest import ROOT
+
+    log = tmp_path / "argv"
+    fake = tmp_path / "gate"
+    fake.write_text(f"#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > {log}\nexit 0\n")
+    fake.chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GATE_", "GITHUB_"))},
+           "GATE_BIN": str(fake), "GATE_DATASET": "d", "GATE_CONTRACT": "c.yaml", "GATE_BASE_REF": "origin/main",
+           "GATE_EXIT_FILE": str(tmp_path / "rc")}
+    for value, expect in (("", True), ("true", True), ("false", False)):
+        subprocess.run(["bash", str(ROOT / "ci" / "scripts" / "gate-check.sh")], cwd=tmp_path, check=True,
+                       env={**env, "GATE_INCREMENTAL": value} if value else env, capture_output=True)
+        argv = log.read_text().split("\n")
+        assert argv[argv.index("--changed-since") + 1] == "origin/main"
+        assert (("--base" in argv) and argv[argv.index("--base") + 1] == "origin/main") is expect, value

@@ -7,6 +7,10 @@
 #   GATE_BASE_REF  the target branch as fetched, e.g. origin/main
 #   GATE_REPORT_DIR (gate-report) · GATE_EXIT_FILE (gate-exit-code) · GATE_ARGS (extra options) · GATE_BIN (gate)
 #   GATE_ALLOW_CONTRACT_CHANGE  "true" only on a maintainer's approval: passes --allow-contract-change
+#   GATE_INCREMENTAL  "false" checks every row of a changed dataset here and at the base; otherwise (the default)
+#     `--base` too: only the added or edited rows, duplicates and leakage against the dataset's index (built on
+#     first use), one pass over the change; gate falls back to the full check where that cannot answer (a changed
+#     contract, --fail-on-existing, Parquet splits) and the report says which path ran and why
 # Run this script as it is on the target branch, never the pull request's copy (`git show BASE:ci/scripts/...`,
 # see ci/github/dataset-gate.yml and docs/security.md): a pull request must not edit the gate that judges it.
 set -uo pipefail
@@ -19,8 +23,11 @@ err_file="$(mktemp)"
 # shellcheck disable=SC2086  # GATE_BIN and GATE_ARGS are word lists on purpose
 allow=()
 if [ "${GATE_ALLOW_CONTRACT_CHANGE:-false}" = "true" ]; then allow=(--allow-contract-change); fi
+incremental=(--base "$GATE_BASE_REF")
+if [ "${GATE_INCREMENTAL:-true}" = "false" ]; then incremental=(); fi
 ${GATE_BIN:-gate} check "$GATE_DATASET" --contract "$GATE_CONTRACT" --changed-since "$GATE_BASE_REF" \
-  --report-dir "$report_dir" ${GATE_ARGS:-} ${allow[@]+"${allow[@]}"} 2> >(tee "$err_file" >&2)
+  ${incremental[@]+"${incremental[@]}"} --report-dir "$report_dir" ${GATE_ARGS:-} ${allow[@]+"${allow[@]}"} \
+  2> >(tee "$err_file" >&2)
 rc=$?
 wait
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 100 ]; then

@@ -147,6 +147,26 @@ def changed_scope(dataset: str, ref: str, contract_path: str, tokenizer: str | N
     return ChangedScope(units, target, root, commit, why)
 
 
+def full_check_reason(unit: Path, scope: ChangedScope, *, fail_on_existing: bool) -> str:
+    """Why `unit` must be checked whole, here and at the base, rather than incrementally (only its changed rows,
+    duplicates and leakage against its index); "" when the incremental path can answer the same question.
+
+    The incremental path sees only the rows the change added or edited, so it cannot say what a changed contract
+    (or evaluation set, or tokenizer) now finds in the old rows, nor list the existing findings
+    `--fail-on-existing` fails on; and its index holds JSON Lines splits only."""
+    from gate.index.lines import INDEXABLE
+    from gate.io.dataset import discover
+
+    if scope.why.startswith("checked because"):
+        return scope.why.replace("checked because", "the contract's inputs changed:", 1)
+    if fail_on_existing:
+        return "--fail-on-existing needs the findings of every row"
+    formats = sorted({src.format for src in discover(unit)} - set(INDEXABLE))
+    if formats:
+        return f"the index holds JSON Lines splits only, and this dataset has {', '.join(formats)}"
+    return ""
+
+
 def pass_nothing_changed(report_dir: str, dataset: str, ref: str) -> int:
     """A change without data: a passing report that says so (the pull-request comment is never empty)."""
     _write_nothing_changed(report_dir, dataset, ref)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gate.commands.changed import changed_scope, check_units, pass_nothing_changed
+from gate.commands.changed import changed_scope, check_units, full_check_reason, pass_nothing_changed
 from gate.contract import load_contract
 from gate.data.usecase import check_dataset
 from gate.requests import CheckRequest
@@ -44,8 +44,11 @@ def run_check_command(req: CheckRequest, *, base_check: Any = None, trust_ref: s
 
 
 def run_changed_check(req: CheckRequest) -> int:
-    """Checks the datasets the change touches (gate.commands.changed), each against its own check at the
-    merge-base with `req.changed_since` (every finding new or existing, gate.data.novelty)."""
+    """Checks the datasets the change touches (gate.commands.changed). With `req.base` (the action's default),
+    each incrementally: only its added or edited rows, duplicates and leakage against its index, the rules from
+    the contract at `req.base` (one pass over the change instead of two over the dataset). Otherwise, or where the
+    incremental path cannot answer the question (full_check_reason, said in the report), each whole and against
+    its own check at the merge-base with `req.changed_since` (every finding new or existing, gate.data.novelty)."""
     from gate.data.novelty import check_at_base
 
     ref = req.changed_since
@@ -57,10 +60,15 @@ def run_changed_check(req: CheckRequest) -> int:
     checks = list(req.checks) if req.checks is not None else None
 
     def one(unit: Path, out: str) -> int:
+        full_because = full_check_reason(unit, scope, fail_on_existing=req.fail_on_existing)
+        if req.base is not None and not full_because:
+            return run_check_command(req.with_(dataset=str(unit), report_dir=out, changed_since=None))
         base = check_at_base(unit, req.contract, ref=ref, root=scope.root, commit=scope.commit, current=current,
                              checks=checks, workers=req.workers, tokenizer=req.tokenizer)
         base.why = scope.why
-        return run_check_command(req.with_(dataset=str(unit), report_dir=out, changed_since=None),
+        if req.base is not None:  # asked for the incremental path and did not get it: say why
+            base.full_because = full_because
+        return run_check_command(req.with_(dataset=str(unit), report_dir=out, changed_since=None, base=None),
                                  base_check=base, trust_ref=ref)
 
     return check_units(scope, req.report_dir, ref, one)

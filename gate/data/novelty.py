@@ -47,6 +47,7 @@ class BaseCheck:
     row_keys: dict[tuple[str, int], Any] = field(default_factory=dict)
     note: str = ""
     why: str = ""  # why this dataset is checked in this pull request (its rows changed, or the contract)
+    full_because: str = ""  # why every row was checked here and at the base, not only the changed ones
 
 
 def contract_inputs(contract: Contract) -> list[Path]:
@@ -162,7 +163,8 @@ def mark(run: CheckRun, base: BaseCheck, *, fail_on_existing: bool = False) -> d
     summary = {"new": new, "existing": existing}
     run.options["novelty"] = {"ref": base.ref, "base_commit": base.commit, "fail_on_existing": fail_on_existing,
                               **summary, **({"note": base.note} if base.note else {}),
-                              **({"why": base.why} if base.why else {})}
+                              **({"why": base.why} if base.why else {}),
+                              **({"full_because": base.full_because} if base.full_because else {})}
     return summary
 
 

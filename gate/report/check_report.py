@@ -134,6 +134,9 @@ def to_markdown(run: CheckRun, max_examples: int = 10) -> str:
                      f"finding(s), {novelty['existing']:,} existing; existing ones {policy}."
                      + (f" {_md(novelty['why'])[0].upper()}{_md(novelty['why'])[1:]}." if novelty.get("why") else "")
                      + (f" Note: {_md(novelty['note'])}." if novelty.get("note") else ""))
+        # which path ran: a reader of a pull request's report must know every row was read, and why
+        lines.append("Full check: every row here and at the base" + (
+            f" (not incremental: {_md(novelty['full_because'])})." if novelty.get("full_because") else "."))
     lines += ["", "| check | status | scanned | flagged rows | findings | summary |", "|---|---|---:|---:|---:|---|"]
     for r in run.results:
         lines.append(f"| `{r.name}` | {STATUS_ICON.get(r.status, '')} {r.status} | {r.counts.get('scanned', 0):,} | "

@@ -40,6 +40,8 @@ def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> N
     if run.options.get("base_commit"):  # `--base`: say the verdict is on the new rows only
         recorded += f"; incremental against {str(run.options['base_commit'])[:12]}: " \
                     f"{run.options.get('changed_rows', 0):,} new row(s)"
+    elif (run.options.get("novelty") or {}).get("full_because"):  # asked for incremental, got the full path
+        recorded += f"; full check, not incremental: {mask_ident(run.options['novelty']['full_because'])}"
     console.print(f"{verdict} {escape(run.dataset)}: {run.rows:,} rows, "
                   f"{sum(len(r.findings) for r in run.results):,} finding(s), {run.seconds:.1f} s, "
                   f"run {run.run_id}{recorded} → {escape(mask_ident(str(report_dir)))}/report.md", soft_wrap=True)
