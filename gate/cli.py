@@ -251,7 +251,9 @@ def score(
     baseline: Annotated[str | None, typer.Option("--baseline", help="Frozen baseline, asked the same way.")] = None,
     engine: Annotated[EngineKind, typer.Option("--engine", help="How the models are served.")] = EngineKind.embedded,
     adapter: Annotated[str | None, typer.Option("--adapter", help="LoRA adapter of the candidate.")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="Server for --engine url.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Server for --engine url; replicas of one model "
+                                                                 "comma-separated (requests spread over them, a "
+                                                                 "replica that stops answering taken out).")] = None,
     db: Annotated[str | None, typer.Option("--db", metavar="PATH",
                                             help="DuckDB file for the record and the response cache "
                                                         "[env GATE_DB; default ./gate.duckdb].")] = None,

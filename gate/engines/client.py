@@ -107,21 +107,66 @@ def request_timeout_s() -> float:
     return positive_seconds("GATE_REQUEST_TIMEOUT_S", DEFAULT_TIMEOUT_S)
 
 
+def replica_urls(base_url: str | Sequence[str]) -> list[str]:
+    """The servers a client spreads requests over: one URL, several comma-separated, or a list; each without a
+    trailing `/` or `/v1`, duplicates dropped, order kept."""
+    parts = [base_url] if isinstance(base_url, str) else list(base_url)
+    out: list[str] = []
+    for part in parts:
+        for url in str(part).split(","):
+            url = url.strip().rstrip("/")
+            if url.endswith("/v1"):
+                url = url[:-3]
+            if url and url not in out:
+                out.append(url)
+    if not out:
+        raise ValueError("no server URL given")
+    return out
+
+
+class _Replicas:
+    """The replicas' HTTP clients for one batch: requests go round-robin over the replicas still in service, and a
+    replica whose connection fails is taken out (for the rest of the client's life: `OpenAIClient.lost`), so its
+    requests go to the others instead of waiting out a dead server again and again."""
+
+    def __init__(self, owner: OpenAIClient, clients: dict[str, Any]) -> None:
+        self.owner, self.clients, self.turn = owner, clients, 0
+
+    def pick(self) -> tuple[str, Any] | None:
+        live = [u for u in self.clients if u not in self.owner.lost]
+        if not live:
+            return None
+        self.turn += 1
+        url = live[self.turn % len(live)]
+        return url, self.clients[url]
+
+    def lose(self, url: str, why: str) -> bool:
+        """Takes `url` out when another replica is left to answer; a lone server keeps its own retries."""
+        if len(self.owner.replicas) < 2:
+            return False
+        self.owner.lost.setdefault(url, why)
+        return True
+
+
 class OpenAIClient:
-    """Sends many requests to one server with at most `concurrency` in flight.
+    """Sends many requests to one server, or spreads them over several replicas serving the same model, with at most
+    `concurrency` in flight per server.
 
     Retries connection errors and 5xx/429 with exponential backoff and jitter, up to `retries` extra attempts; a read
     timeout is not retried (the request was accepted; resending doubles the load on a server that is already slow)
-    and becomes an error Response like every other final failure.
+    and becomes an error Response like every other final failure. With several replicas, a connection that fails
+    (refused, reset, the server died mid-answer) takes that replica out and the request goes to another at once,
+    without spending a retry; the answers do not depend on which replica gave them (greedy decoding, same model).
     """
 
-    def __init__(self, base_url: str, model: str, *, concurrency: int = 8, timeout_s: float | None = None,
+    def __init__(self, base_url: str | Sequence[str], model: str, *, concurrency: int = 8,
+                 timeout_s: float | None = None,
                  connect_timeout_s: float = 10.0, retries: int = 3, backoff_s: float = 0.5,
                  max_backoff_s: float = 8.0, api_key: str | None = None, extra_body: dict[str, Any] | None = None,
                  stream: bool = False) -> None:
-        self.base_url = base_url.rstrip("/")
-        if self.base_url.endswith("/v1"):
-            self.base_url = self.base_url[:-3]
+        self.replicas = replica_urls(base_url)
+        self.base_url = self.replicas[0]
+        self.lost: dict[str, str] = {}  # replica -> why it was taken out
         self.model = model
         self.concurrency = max(1, concurrency)
         self.timeout_s = request_timeout_s() if timeout_s is None else timeout_s
@@ -159,16 +204,14 @@ class OpenAIClient:
     async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
         import httpx
 
-        sem = asyncio.Semaphore(self.concurrency)
+        sem = asyncio.Semaphore(self.concurrency * len(self.replicas))
         timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=timeout, limits=limits, headers=headers,
-                                     trust_env=False) as http:
+        async with self._pool(timeout, limits) as pool:
 
             async def one(req: Request) -> Response:
                 async with sem:
-                    resp = await self._one(http, req)
+                    resp = await self._one(pool, req)
                 if self.on_answers is not None:
                     self.on_answers(1)
                 return resp
@@ -206,23 +249,32 @@ class OpenAIClient:
         """
         import httpx
 
-        sem = asyncio.Semaphore(self.concurrency)
+        sem = asyncio.Semaphore(self.concurrency * len(self.replicas))
         timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         ctx_len: dict[str, asyncio.Task[int | None]] = {}
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers,
-                                     limits=httpx.Limits(max_connections=self.concurrency), trust_env=False) as http:
+        async with self._pool(timeout, httpx.Limits(max_connections=self.concurrency)) as pool:
 
             async def post(body: dict[str, Any]) -> dict[str, Any] | None:
                 async with sem:
-                    for attempt in range(self.retries + 1):
+                    attempt = 0
+                    while attempt <= self.retries:
                         if attempt:
                             await asyncio.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
+                        slot = pool.pick()
+                        if slot is None:
+                            return None
+                        url, http = slot
                         try:
                             r = await http.post("/v1/chat/completions", json=body)
-                        except (httpx.TransportError, httpx.TimeoutException):
+                        except httpx.TimeoutException:
+                            attempt += 1
+                            continue
+                        except httpx.TransportError as exc:
+                            if not pool.lose(url, f"{type(exc).__name__}: {exc}"):
+                                attempt += 1
                             continue
                         if r.status_code >= 500 or r.status_code == 429:
+                            attempt += 1
                             continue
                         try:
                             return r.json() if r.status_code == 200 else None
@@ -264,14 +316,37 @@ class OpenAIClient:
 
     async def get_json(self, path: str) -> Any:
         """GET a small JSON endpoint (`/v1/models`, `/version`); used for identity, not for generation."""
+
+        return await self.get_json_at(next((u for u in self.replicas if u not in self.lost), self.base_url), path)
+
+    async def get_json_at(self, url: str, path: str) -> Any:
+        """GET a small JSON endpoint of one replica (URLEngine.start asks each one what it serves)."""
         import httpx
 
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=self.connect_timeout_s, trust_env=False) as http:
+        async with httpx.AsyncClient(base_url=url, timeout=self.connect_timeout_s, trust_env=False) as http:
             r = await http.get(path)
             r.raise_for_status()
             return r.json()
 
-    async def _one(self, http: Any, req: Request) -> Response:
+    def _pool(self, timeout: Any, limits: Any) -> Any:
+        """An async context giving a _Replicas over one HTTP client per replica."""
+        import contextlib
+
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+        @contextlib.asynccontextmanager
+        async def pool() -> Any:
+            async with contextlib.AsyncExitStack() as stack:
+                clients = {u: await stack.enter_async_context(httpx.AsyncClient(
+                    base_url=u, timeout=timeout, limits=limits, headers=headers, trust_env=False))
+                    for u in self.replicas}
+                yield _Replicas(self, clients)
+
+        return pool()
+
+    async def _one(self, pool: _Replicas, req: Request) -> Response:
         import httpx
 
         try:
@@ -279,10 +354,17 @@ class OpenAIClient:
         except ValueError as exc:
             return Response(text="", error=str(exc))
         last = ""
-        for attempt in range(self.retries + 1):
+        attempt = 0
+        while attempt <= self.retries:
             if attempt:
                 delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
                 await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            slot = pool.pick()
+            if slot is None:
+                return Response(text="", error=f"every replica stopped answering ({len(self.lost)} taken out); "
+                                               f"last: {last}")
+            url, http = slot
+            attempt += 1
             t0 = time.perf_counter()
             try:
                 if self.stream:
@@ -305,6 +387,8 @@ class OpenAIClient:
                                 latency_s=time.perf_counter() - t0)
             except (httpx.TransportError, json.JSONDecodeError) as exc:  # connect refused/reset, server died mid-body
                 last = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, httpx.TransportError) and pool.lose(url, last):
+                    attempt -= 1  # another replica takes it now: a lost replica spends no retry
                 continue
             except _HTTPStatus as exc:
                 return Response(text="", error=str(exc), latency_s=time.perf_counter() - t0)

