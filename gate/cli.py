@@ -17,6 +17,7 @@ import typer
 from gate import __version__
 from gate.errors import ExitCode, GateError
 from gate.names import CHECK_NAMES
+from gate.requests import CHECK_ENGINES, FAIL_ON, SCORE_ENGINES, SNIPPET_MODES  # light: the requests' own lists
 from gate.service.auth import Role as TokenRole  # the service's roles (light: hashlib, hmac), not a copy that drifts
 
 app = typer.Typer(
@@ -48,10 +49,8 @@ _ALLOW_SCORECARD_CHANGE = typer.Option("--allow-scorecard-change",
                                        help="With --base: accept a reviewed loosening of the scorecard.")
 
 
-class FailOn(StrEnum):
-    error = "error"
-    warning = "warning"
-    never = "never"
+# the choices come from the request objects (gate.requests), so the CLI and the service accept the same values
+FailOn = StrEnum("FailOn", {v: v for v in FAIL_ON})
 
 
 def _version(value: bool) -> None:
@@ -66,14 +65,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     pass
 
 
-class CheckEngine(StrEnum):
-    local = "local"
-    ray = "ray"
-
-
-class SnippetMode(StrEnum):
-    masked = "masked"
-    none = "none"
+CheckEngine = StrEnum("CheckEngine", {v: v for v in CHECK_ENGINES})
+SnippetMode = StrEnum("SnippetMode", {v: v for v in SNIPPET_MODES})
 
 
 @app.command(epilog=_exits("every check passes", "a check failed (see report.md)"))
@@ -235,11 +228,7 @@ def export(
                                         tokenizer=str(tokenizer) if tokenizer else None, skip_invalid=skip_invalid))
 
 
-class EngineKind(StrEnum):
-    embedded = "embedded"
-    url = "url"
-    vllm = "vllm"
-    sglang = "sglang"
+EngineKind = StrEnum("EngineKind", {v: v for v in SCORE_ENGINES})
 
 
 @app.command(epilog=_exits("scored and PROMOTE (or, without a baseline, the target check ran)",
@@ -287,15 +276,14 @@ def score(
 ) -> None:
     """Score the candidate (and baseline) on a scorecard, then decide on its gates (rerun resumes from the cache)."""
     from gate.commands.score import run_score_command
+    from gate.requests import ScoreRequest
 
-    raise typer.Exit(run_score_command(candidate=candidate, scorecard_path=str(scorecard), baseline=baseline,
-                                       engine=engine.value, adapter=adapter, base_url=base_url, db=db, out=str(out),
-                                       epoch=epoch, limit=limit, tool_parser=tool_parser,
-                                       reasoning_parser=reasoning_parser, baseline_adapter=baseline_adapter,
-                                       chat_template=chat_template, model_hash=model_hash,
-                                       baseline_model_hash=baseline_model_hash, concurrency=concurrency,
-                                       strict=strict, quiet=quiet, base=scorecard_base,
-                                       allow_scorecard_change=allow_scorecard_change))
+    raise typer.Exit(run_score_command(ScoreRequest(
+        candidate=candidate, scorecard=str(scorecard), baseline=baseline, engine=engine.value, adapter=adapter,
+        base_url=base_url, epoch=epoch, limit=limit, tool_parser=tool_parser, reasoning_parser=reasoning_parser,
+        baseline_adapter=baseline_adapter, chat_template=chat_template, model_hash=model_hash,
+        baseline_model_hash=baseline_model_hash, concurrency=concurrency, strict=strict, out=str(out), quiet=quiet,
+        db=db, scorecard_base=scorecard_base, allow_scorecard_change=allow_scorecard_change)))
 
 
 @app.command(epilog=_exits("the loop ran as designed (release A promoted, B blocked)", None,

@@ -26,8 +26,14 @@ SNIPPET_MODES = ("masked", "none")
 Where = Literal["remote", "client", "local"]
 
 
-def _f(default: Any, where: Where, help: str, *, path: bool = False, flag: str | None = None) -> Any:
-    return field(default=default, metadata={"where": where, "help": help, "path": path, "flag": flag})
+SCORE_ENGINES = ("embedded", "url", "vllm", "sglang")
+
+
+def _f(default: Any, where: Where, help: str, *, path: bool = False, flag: str | None = None,
+       choices: tuple[str, ...] | None = None, ge: int | None = None, le: int | None = None) -> Any:
+    """A field and where it can be honoured; `choices`, `ge` and `le` bound it in the service's body model too."""
+    return field(default=default, metadata={"where": where, "help": help, "path": path, "flag": flag,
+                                            "choices": choices, "ge": ge, "le": le})
 
 
 @dataclass(frozen=True)
@@ -41,9 +47,10 @@ class CheckRequest:
     report_dir: str = _f("gate-report", "client", "Where report.md, report.json and junit.xml go.", flag="--out")
     quiet: bool = _f(False, "client", "Only the verdict line.")
     checks: tuple[str, ...] | None = _f(None, "remote", "The subset of checks to run; default all.")
-    fail_on: str = _f("error", "remote", "Which check status fails the gate: " + ", ".join(FAIL_ON) + ".")
-    max_examples: int = _f(10, "remote", "Findings shown per check in report.md.")
-    snippets: str = _f("masked", "remote", "Context with each finding: masked or none.")
+    fail_on: str = _f("error", "remote", "Which check status fails the gate: " + ", ".join(FAIL_ON) + ".",
+                      choices=FAIL_ON)
+    max_examples: int = _f(10, "remote", "Findings shown per check in report.md.", ge=0, le=1000)
+    snippets: str = _f("masked", "remote", "Context with each finding: masked or none.", choices=SNIPPET_MODES)
     tokenizer: str | None = _f(None, "remote", "Tokenizer directory; replaces the contract's (under a root).",
                                path=True)
     db: str | None = _f(None, "local", "DuckDB record to write (the service writes its own).")
@@ -62,6 +69,42 @@ class CheckRequest:
             object.__setattr__(self, "checks", tuple(self.checks))
 
     def with_(self, **changes: Any) -> CheckRequest:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """`gate score CANDIDATE -s SCORECARD ...`: score the candidate (and a baseline) on a scorecard, then decide.
+
+    Model paths are confined to the service's roots unless `engine` is url (then they are served model names)."""
+
+    candidate: str = _f(dataclasses.MISSING, "remote", "Model directory (under a root), or a served model name for "
+                                                       "engine=url.")
+    scorecard: str = _f(dataclasses.MISSING, "remote", "Scorecard YAML (under a root).", path=True,
+                        flag="--scorecard")
+    baseline: str | None = _f(None, "remote", "Frozen baseline, asked the same way.")
+    engine: str = _f("embedded", "remote", "How the models are served: " + ", ".join(SCORE_ENGINES) + ".",
+                     choices=SCORE_ENGINES)
+    adapter: str | None = _f(None, "remote", "LoRA adapter of the candidate.")
+    base_url: str | None = _f(None, "remote", "Server for engine=url; replicas of one model comma-separated.")
+    epoch: int = _f(0, "remote", "Cache epoch: bump to ask again.", ge=0)
+    limit: int | None = _f(None, "remote", "First N items of each suite.", ge=1)
+    tool_parser: str | None = _f(None, "remote", "vLLM/SGLang tool-call parser for tool scorecards.")
+    reasoning_parser: str | None = _f(None, "remote", "vLLM/SGLang reasoning parser.")
+    baseline_adapter: str | None = _f(None, "remote", "LoRA adapter of the baseline.")
+    chat_template: str | None = _f(None, "remote", "Chat template file for both models (under a root).", path=True)
+    model_hash: str | None = _f(None, "remote", "engine=url: pinned checkpoint hash of the candidate (cache key).")
+    baseline_model_hash: str | None = _f(None, "remote", "engine=url: pinned hash of the baseline.")
+    concurrency: int = _f(8, "remote", "Requests in flight per server.", ge=1, le=1024)
+    strict: bool = _f(False, "remote", "Scorecard warnings are errors.")
+    out: str = _f("gate-report/score", "client", "Where scores.json and scores.md go.", flag="--out")
+    quiet: bool = _f(False, "client", "Only the verdict and report lines.")
+    db: str | None = _f(None, "local", "DuckDB record and response cache (the service writes its own).")
+    scorecard_base: str | None = _f(None, "local", "The gates come from the scorecard at this git ref.",
+                                    flag="--base")
+    allow_scorecard_change: bool = _f(False, "local", "Judge by this tree's scorecard where it loosens the base's.")
+
+    def with_(self, **changes: Any) -> ScoreRequest:
         return dataclasses.replace(self, **changes)
 
 
@@ -96,18 +139,19 @@ def body_model(cls: type) -> Any:
     allowed values, unknown fields refused. Derived, so a field added here is accepted there without a second edit."""
     from pydantic import ConfigDict, Field, create_model
 
-    choices: dict[str, Any] = {"fail_on": Literal[FAIL_ON], "snippets": Literal[SNIPPET_MODES]}  # type: ignore[valid-type]
-    bounds: dict[str, dict[str, int]] = {"max_examples": {"ge": 0, "le": 1000}}
     spec: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if f.metadata["where"] != "remote":
+        meta = f.metadata
+        if meta["where"] != "remote":
             continue
-        typ = choices.get(f.name, f.type if not isinstance(f.type, str) else _TYPES[f.type])
+        typ = Literal[meta["choices"]] if meta["choices"] else (  # type: ignore[valid-type]
+            f.type if not isinstance(f.type, str) else _TYPES[f.type])
         default = ... if f.default is dataclasses.MISSING else f.default
-        spec[f.name] = (typ, Field(default, description=f.metadata["help"], **bounds.get(f.name, {})))
+        bounds = {k: meta[k] for k in ("ge", "le") if meta[k] is not None}
+        spec[f.name] = (typ, Field(default, description=meta["help"], **bounds))
     return create_model(cls.__name__, __config__=ConfigDict(extra="forbid"), **spec)
 
 
 # annotations are strings under `from __future__ import annotations`: the ones remote fields use
-_TYPES: dict[str, Any] = {"str": str, "str | None": str | None, "int": int, "bool": bool,
+_TYPES: dict[str, Any] = {"str": str, "str | None": str | None, "int": int, "int | None": int | None, "bool": bool,
                           "tuple[str, ...] | None": list[str] | None}

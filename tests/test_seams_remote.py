@@ -122,3 +122,72 @@ def test_the_service_job_honours_snippets_none(tmp_path):
             assert findings and all(bool(f.snippet) == (mode == "masked") for f in findings), mode
     finally:
         worker.close()
+
+
+def test_every_score_field_walks_through_cli_and_service():
+    """`gate score` has one request too (gate.requests.ScoreRequest): the CLI has every field's option, the service's
+    POST /scores body is its `remote` fields with the same defaults and bounds, and nothing else; `--concurrency`
+    and `--strict` were CLI-only before (the service refused them as unknown fields)."""
+    import dataclasses
+
+    import typer.main
+
+    from gate.cli import app
+    from gate.requests import ScoreRequest, fields_where, flag_of
+    from gate.service.app import ScoreRequest as Body
+
+    command = typer.main.get_command(app).commands["score"]
+    cli_flags = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+    cli_names = {p.name for p in command.params}
+    for f in dataclasses.fields(ScoreRequest):
+        assert f.name in cli_names or flag_of(ScoreRequest, f.name) in cli_flags, f.name
+        if f.metadata["where"] == "remote":
+            assert f.name in Body.model_fields, f.name
+            if f.default is not dataclasses.MISSING:
+                assert Body.model_fields[f.name].default == f.default, f.name
+        else:
+            assert f.name not in Body.model_fields, f.name
+    assert set(Body.model_fields) == set(fields_where(ScoreRequest, "remote"))
+    assert {"concurrency", "strict"} <= set(Body.model_fields)
+    with pytest.raises(ValueError):
+        Body(candidate="m", scorecard="s", engine="llamacpp")
+    with pytest.raises(ValueError):
+        Body(candidate="m", scorecard="s", concurrency=0)
+
+
+def test_the_service_score_job_honours_concurrency(tmp_path):
+    """Through the real route into the real job: `concurrency: 1` reaches the url engine (the server never sees
+    two requests at once), where the job used to build its engine with the default 8."""
+    import shutil
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from gate.service.app import create_app
+    from gate.service.auth import create_token
+    from gate.service.config import ServiceConfig
+    from gate.testing.fake_openai import FakeOpenAI
+    from tests.conftest import ROOT
+
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "scorecards", root / "scorecards")
+    shutil.copytree(ROOT / "contracts", root / "contracts")
+    cfg = ServiceConfig(roots=[root], db=str(tmp_path / "g.duckdb"), state_dir=tmp_path / "state")
+    ev, viewer = create_token(cfg.db, "ev", "evaluator"), create_token(cfg.db, "v", "viewer")
+    srv = FakeOpenAI(delay_s=0.05).start()
+    try:
+        with TestClient(create_app(cfg)) as c:
+            res = c.post("/scores", headers={"Authorization": f"Bearer {ev}"}, json={
+                "candidate": "tiny", "scorecard": "scorecards/triage.yaml", "engine": "url", "base_url": srv.url,
+                "limit": 6, "model_hash": "sha256:1", "concurrency": 1})
+            assert res.status_code == 202, res.text
+            deadline = time.monotonic() + 180
+            while (got := c.get(f"/jobs/{res.json()['job_id']}",
+                                headers={"Authorization": f"Bearer {viewer}"}).json())["status"] not in ("done",
+                                                                                                        "failed"):
+                assert time.monotonic() < deadline, got
+                time.sleep(0.2)
+        assert got["status"] == "done", got
+        assert srv.calls == 6 and srv.max_inflight == 1, (srv.calls, srv.max_inflight)
+    finally:
+        srv.kill()

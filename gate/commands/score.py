@@ -17,6 +17,7 @@ from rich.table import Table
 from gate.report.console import make_console
 
 if TYPE_CHECKING:
+    from gate.requests import ScoreRequest
     from gate.score.usecase import Scored
 
 
@@ -46,34 +47,24 @@ def progress_bars(console: Any, *, enabled: bool = True) -> Iterator[Any]:
         yield factory
 
 
-def run_score_command(*, candidate: str, scorecard_path: str, baseline: str | None, engine: str,
-                      adapter: str | None, base_url: str | None, db: str | None, out: str, epoch: int,
-                      limit: int | None, quiet: bool = False, tool_parser: str | None = None,
-                      reasoning_parser: str | None = None, baseline_adapter: str | None = None,
-                      chat_template: str | None = None, model_hash: str | None = None,
-                      baseline_model_hash: str | None = None, concurrency: int = 8, strict: bool = False,
-                      base: str | None = None, allow_scorecard_change: bool = False) -> int:
+def run_score_command(req: ScoreRequest) -> int:
     """`gate score` on the terminal: the use case (gate.score.usecase) with progress bars, then its result printed."""
     import sys
 
-    if base is not None:  # the gates that decide come from the base: a loosening is refused (gate.score.trust)
+    if req.scorecard_base is not None:  # the gates that decide come from the base: a loosening is refused
         from gate.score.trust import check_scorecard_change
 
-        check_scorecard_change(scorecard_path, base, allow=allow_scorecard_change)
+        check_scorecard_change(req.scorecard, req.scorecard_base, allow=req.allow_scorecard_change)
 
-    from gate.score.usecase import prepare_score, run_prepared
+    from gate.score.usecase import prepare_request, run_prepared
 
-    plan = prepare_score(candidate=candidate, scorecard_path=scorecard_path, baseline=baseline, engine=engine,
-                         adapter=adapter, base_url=base_url, db=db, out=out, epoch=epoch, limit=limit,
-                         tool_parser=tool_parser, reasoning_parser=reasoning_parser,
-                         baseline_adapter=baseline_adapter, chat_template=chat_template, model_hash=model_hash,
-                         baseline_model_hash=baseline_model_hash, concurrency=concurrency, strict=strict)
+    plan = prepare_request(req)
     console = make_console()
     for w in plan.warnings:  # on stderr: stdout stays the one result (or error) line CI logs show
         print(f"gate: warning: {w}", file=sys.stderr)
-    with progress_bars(console, enabled=not quiet) as progress:
+    with progress_bars(console, enabled=not req.quiet) as progress:
         scored = run_prepared(plan, progress=progress)
-    print_scored(scored, console, quiet=quiet)
+    print_scored(scored, console, quiet=req.quiet)
     return scored.exit_code
 
 

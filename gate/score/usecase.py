@@ -125,6 +125,19 @@ def run_prepared(plan: ScorePlan, *, progress: Any = None) -> Scored:
     return scored
 
 
-def score_scorecard(*, progress: Any = None, **request: Any) -> Scored:
-    """`prepare_score` then `run_prepared`: the whole use case, for callers that show nothing while it runs."""
-    return run_prepared(prepare_score(**request), progress=progress)
+def prepare_request(req: Any, *, db: str | None = None, out: str | None = None) -> ScorePlan:
+    """`prepare_score` for the one request object (gate.requests.ScoreRequest) every face builds; `db` and `out`
+    replace the request's where the caller decides them (the service: its record, the job's report folder)."""
+    return prepare_score(candidate=req.candidate, scorecard_path=req.scorecard, baseline=req.baseline,
+                         engine=req.engine, adapter=req.adapter, base_url=req.base_url,
+                         db=db if db is not None else req.db, out=out if out is not None else req.out,
+                         epoch=req.epoch, limit=req.limit, tool_parser=req.tool_parser,
+                         reasoning_parser=req.reasoning_parser, baseline_adapter=req.baseline_adapter,
+                         chat_template=req.chat_template, model_hash=req.model_hash,
+                         baseline_model_hash=req.baseline_model_hash, concurrency=req.concurrency,
+                         strict=req.strict)
+
+
+def score_request(req: Any, *, db: str | None = None, out: str | None = None, progress: Any = None) -> Scored:
+    """`prepare_request` then `run_prepared`: the whole use case, for callers that show nothing while it runs."""
+    return run_prepared(prepare_request(req, db=db, out=out), progress=progress)

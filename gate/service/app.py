@@ -24,6 +24,7 @@ from gate import __version__
 from gate.errors import GateError
 from gate.io.dataset import SPLIT_FORMATS
 from gate.requests import CheckRequest as CoreCheckRequest
+from gate.requests import ScoreRequest as CoreScoreRequest
 from gate.requests import body_model, path_fields
 from gate.service.auth import Perm, Principal, Role, create_token, verify_token
 from gate.service.config import ServiceConfig
@@ -45,22 +46,8 @@ _bearer = HTTPBearer(auto_error=False, description="A token from `gate token cre
 CheckRequest = body_model(CoreCheckRequest)
 
 
-class ScoreRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    candidate: str = Field(description="Model directory under a root, or a served model name for engine=url.")
-    scorecard: str
-    baseline: str | None = None
-    engine: Literal["embedded", "url", "vllm", "sglang"] = "embedded"
-    adapter: str | None = None
-    base_url: str | None = None
-    epoch: int = Field(0, ge=0)
-    limit: int | None = Field(None, ge=1)
-    tool_parser: str | None = None
-    reasoning_parser: str | None = None
-    baseline_adapter: str | None = None
-    chat_template: str | None = Field(None, description="Chat template file under a root.")
-    model_hash: str | None = Field(None, description="Identity of a URL-served candidate (keys the cache).")
-    baseline_model_hash: str | None = None
+#: the body of POST /scores: the `remote` fields of the one score request (gate.requests), derived from it
+ScoreRequest = body_model(CoreScoreRequest)
 
 
 class TokenRequest(BaseModel):

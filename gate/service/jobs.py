@@ -104,16 +104,13 @@ def _execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, An
     p = job["params"]
     out = job["report_dir"]
     if job["kind"] == "score":
-        from gate.score.usecase import score_scorecard
+        from gate.requests import ScoreRequest, fields_where
+        from gate.score.usecase import score_request
 
-        scored = score_scorecard(candidate=p["candidate"], scorecard_path=p["scorecard"], baseline=p.get("baseline"),
-                               engine=p.get("engine", "embedded"), adapter=p.get("adapter"),
-                               base_url=p.get("base_url"), db=cfg.db, out=out, epoch=p.get("epoch", 0),
-                               limit=p.get("limit"), tool_parser=p.get("tool_parser"),
-                               reasoning_parser=p.get("reasoning_parser"),
-                               baseline_adapter=p.get("baseline_adapter"),
-                               chat_template=p.get("chat_template"), model_hash=p.get("model_hash"),
-                               baseline_model_hash=p.get("baseline_model_hash"))
+        # the one request the CLI builds too: every field the service accepted reaches the use case (a job queued
+        # by an older service lacks the newer fields: their defaults)
+        req = ScoreRequest(**{k: p[k] for k in fields_where(ScoreRequest, "remote") if k in p})
+        scored = score_request(req, db=cfg.db, out=out)
         code = scored.exit_code
         # complete: every answer scored and recorded; the exit code carries the decision (0 PROMOTE, 100 BLOCK)
         result: dict[str, Any] = {"complete": code in (ExitCode.PASS, ExitCode.GATE_FAILED)}
