@@ -191,7 +191,7 @@ def gate_system(ner_entities: Sequence[str] = ()) -> Callable[[list[str]], list[
 
 def presidio_system(entities: Sequence[str]) -> Callable[[list[str]], list[list[Span]]]:
     from gate.pii import PiiConfig
-    from gate.pii.presidio_engine import _ensure_offline
+    from gate.pii.spacy_setup import _ensure_offline
 
     _ensure_offline()
     from presidio_analyzer import AnalyzerEngine

@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT / "tests" / "pii"))
 from synth import make_messages  # noqa: E402
 
 from gate.pii.config import PiiConfig  # noqa: E402
-from gate.pii.presidio_engine import Hit, _engine, scan_texts, scan_texts_plain, scan_texts_stock  # noqa: E402
+from gate.pii.oracles import scan_texts_plain, scan_texts_stock  # noqa: E402
+from gate.pii.presidio_engine import Hit, _engine, scan_texts  # noqa: E402
 
 
 def cpu_s() -> float:
@@ -80,7 +81,8 @@ def quality(data: list, found: list[list[Hit]]) -> dict:
 PEER = """
 import json, sys, time
 from gate.pii.config import PiiConfig
-from gate.pii.presidio_engine import _engine, _import_presidio, _stock_analyzer, _to_hits
+from gate.pii.oracles import _stock_analyzer
+from gate.pii.presidio_engine import _engine, _import_presidio, _to_hits
 _import_presidio()  # presidio without torch, as gate imports it: the peer is not charged for torch either
 import spacy
 config = PiiConfig(use_ner=sys.argv[2] == "ner")

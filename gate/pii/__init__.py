@@ -12,20 +12,18 @@ ever downloaded (presidio gets its NLP engine passed in; tldextract stays on its
 
 from gate.pii.anonymize import ScrubResult, anonymize, anonymize_texts
 from gate.pii.config import PiiConfig, ScrubConfig, SecretConfig
+from gate.pii.hits import Hit, resolve_overlaps
+from gate.pii.oracles import scan_text, scan_texts_plain
 from gate.pii.presidio_engine import (
-    Hit,
     engine_info,
-    ner_available,
     recall_spans,
     recall_spans_texts,
-    resolve_overlaps,
-    scan_text,
     scan_texts,
-    scan_texts_plain,
     street_address_recognizer,
 )
 from gate.pii.redact import mask_context, mask_loose, redact_value, snippet, snippet_window, value_snippet
 from gate.pii.secrets import SecretHit, scan_secrets, scan_secrets_texts
+from gate.pii.spacy_setup import ner_available
 
 __all__ = [
     "Hit", "PiiConfig", "ScrubConfig", "ScrubResult", "SecretConfig", "SecretHit", "anonymize", "anonymize_texts",

@@ -9,7 +9,7 @@ Why this module exists:
   costs nothing for commands that never scan.
 * **Speed without changing answers.** On chat data the plain loop spends its time in presidio's phone recogniser
   (8 regions × phonenumbers on every date, amount and id), the URL regex, the NLP pipeline and per-call overhead
-  (deep copies, explanations). `scan_texts` returns the same hits as `scan_texts_plain` (asserted by the tests)
+  (deep copies, explanations). `scan_texts` returns the same hits as `gate.pii.oracles.scan_texts_plain` (tests)
   but: deduplicates identical texts; runs a recogniser only when its cheap, provably necessary prefilter regex
   matches, and phonenumbers only on the few windows that can hold a phone number the post-filter keeps; skips
   the NLP step and `analyze()` when no recogniser fired on a match the post-filters keep; with the NER model,
@@ -24,7 +24,6 @@ Why this module exists:
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
 import sys
@@ -35,7 +34,17 @@ from typing import TYPE_CHECKING, Any
 
 from gate.io.forking import fork_context
 from gate.pii import context
+from gate.pii.chunking import _chunks, _sanitize
 from gate.pii.config import NER_CONF, PRESIDIO_RECOGNIZERS, PiiConfig, require
+from gate.pii.hits import Hit, _sort
+from gate.pii.prefilters import _phone_run, _phone_windows, _prefilters
+from gate.pii.spacy_setup import (
+    _ensure_offline,
+    _load_spacy,
+    _one_blas_thread,
+    _register_lower_lemma,
+    ner_available,
+)
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
@@ -52,109 +61,6 @@ _DIRECT_CHARS = 20_000
 #: Characters of work per worker below which a process pool costs more than it saves (about one second of work:
 #: ~300 characters take ~5 ms with NER, ~1 ms without).
 _MIN_CHARS_PER_WORKER = {True: 60_000, False: 300_000}
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One PII finding: where it is, what it is, how sure, and which recogniser said so. Never the value."""
-
-    entity_type: str
-    start: int
-    end: int
-    score: float
-    recognizer: str
-
-    @property
-    def label(self) -> str:
-        """The type name used by redaction and scrubbing (same as `entity_type`)."""
-        return self.entity_type
-
-
-# --------------------------------------------------------------------------------------------------- offline set-up
-
-def _ensure_offline() -> None:
-    """Keep tldextract (used by presidio's e-mail recogniser) on its bundled suffix list: no fetch, no cache write.
-
-    The environment variables cover extractors created later; the module-level extractor, created when
-    tldextract was first imported (maybe before us), is replaced by an offline one.
-    """
-    os.environ["TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS"] = ""
-    os.environ.setdefault("TLDEXTRACT_CACHE", os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "gate", "tldextract"))
-    import tldextract.tldextract as tld
-
-    if getattr(tld.TLD_EXTRACTOR, "suffix_list_urls", ()) or getattr(tld.TLD_EXTRACTOR, "cache_dir", None):
-        tld.TLD_EXTRACTOR = tld.TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
-
-
-def ner_available(config: PiiConfig | None = None) -> bool:
-    """True when the config asks for NER and its spaCy model is installed (checked without importing it)."""
-    config = config or PiiConfig()
-    if not (config.use_ner and config.ner_entities):
-        return False
-    try:
-        return importlib.util.find_spec(config.ner_model) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _fast_blas() -> bool:
-    """True when spaCy's models can compute with numpy's OpenBLAS held to one thread (threadpoolctl installed).
-
-    Why: thinc's default CPU ops call BLIS, which on this AVX-512 machine runs the NER model's matrix products
-    about 3x slower than OpenBLAS (measured: 8.4 vs 2.9 ms for a 4096x288x96 product; NER 1.4-1.6x faster end to
-    end), with the same entities on every text we have (4,032 synthetic, triage and labelled texts: 0 differ).
-    OpenBLAS starts one thread per core, which on a process pool (one worker per core) costs 30 % more CPU for
-    the same work; threadpoolctl is the library that caps it. Without it, the BLIS default stays.
-    """
-    return importlib.util.find_spec("threadpoolctl") is not None
-
-
-def _load_spacy(model: str, exclude: Sequence[str]) -> Any:
-    """`spacy.load(model, exclude=...)` with its layers on numpy/OpenBLAS ops when `_fast_blas()` (see there)."""
-    import spacy
-
-    if not _fast_blas():
-        return spacy.load(model, exclude=list(exclude))
-    from thinc.api import NumpyOps
-
-    nlp = spacy.load(model, exclude=list(exclude))
-    ops = NumpyOps(use_blis=False)
-    for _, pipe in nlp.pipeline:  # a layer computes with the ops it holds: set them on every layer
-        model = getattr(pipe, "model", None)  # the attribute ruler and lemmatizer have none (or None)
-        for node in model.walk() if hasattr(model, "walk") else ():
-            node.ops = ops
-    return nlp
-
-
-def _one_blas_thread() -> Any:
-    """A context that holds OpenBLAS to one thread while spaCy runs (a no-op without threadpoolctl)."""
-    if not _fast_blas():
-        import contextlib
-
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _register_lower_lemma() -> str:
-    """Register (once) a spaCy component that sets each token's lemma to its lower-cased text.
-
-    Why: presidio's context enhancer compares context words with lemmas; a blank pipeline has none, so without
-    this component context words would silently never match in pattern-only mode.
-    """
-    from spacy.language import Language
-
-    name = "gate_lower_lemma"
-    if not Language.has_factory(name):
-        def lower_lemma(doc: Any) -> Any:
-            for token in doc:
-                token.lemma_ = token.lower_
-            return doc
-
-        Language.component(name, func=lower_lemma)
-    return name
 
 
 # ----------------------------------------------------------------------------------------------- the street address
@@ -182,116 +88,6 @@ def street_address_recognizer(language: str = "en") -> EntityRecognizer:
         context=["address", "ship", "deliver", "street", "live", "located", "mail"],
         global_regex_flags=re.DOTALL | re.MULTILINE,
     )
-
-
-# ------------------------------------------------------------------------------------------------------- prefilters
-
-def _url_prefilter() -> str | None:
-    """`[.](?:com|edu|...)`: every presidio URL pattern embeds this dot + top-level-domain group.
-
-    Extracted from presidio's own regex (not copied) so a new TLD list is picked up; `None` (= always run the
-    recogniser) when the regex no longer has the expected shape.
-    """
-    from presidio_analyzer.predefined_recognizers import UrlRecognizer
-
-    base = UrlRecognizer.BASE_URL_REGEX
-    start, end = base.find("[.](?:"), base.find("(?:/[^")
-    if start < 0 or end <= start:
-        return None
-    group = base[start:end]
-    if group.count("(") != group.count(")"):
-        return None
-    return group
-
-
-def _prefilters(config: PiiConfig) -> dict[str, Callable[[str], Any]]:
-    """Per presidio recogniser class: a cheap search that must succeed for the recogniser to report anything.
-
-    Each is derived from the recogniser's own regexes, compiled with the same regex engine and flags, so a text
-    it rejects cannot produce a hit (soundness is what keeps `scan_texts` identical to the plain loop):
-    e-mail needs "@"; URL needs "." + a TLD; IPv4 needs digit.digit, every IPv6 form has "hex:" or "::"; a card
-    needs four digits in a row; every SSN pattern has 3 digits, an optional separator, 2 digits; an IBAN starts
-    with two letters (either case: the recogniser matches case-insensitively) and two digits. For phones the
-    prefilter is the post-filter itself (a hit must contain `phone_min_digits` digits in close succession), so
-    texts without such a run skip phonenumbers entirely.
-    """
-    import regex
-
-    flags = regex.DOTALL | regex.MULTILINE | regex.IGNORECASE
-    out: dict[str, Callable[[str], Any]] = {
-        "EmailRecognizer": regex.compile(r"[@]", flags).search,
-        "IpRecognizer": regex.compile(r"[0-9]\.[0-9]|[0-9a-f]:|::", flags).search,
-        "CreditCardRecognizer": regex.compile(r"\d{4}", flags).search,
-        "UsSsnRecognizer": regex.compile(r"[0-9]{3}[- .]?[0-9]{2}", flags).search,
-        "IbanRecognizer": regex.compile(r"[A-Z]{2}[0-9]{2}", flags).search,
-        "PhoneRecognizer": _phone_run(config.phone_min_digits).search,
-    }
-    url = _url_prefilter()
-    if url is not None:
-        out["UrlRecognizer"] = regex.compile(url, flags).search
-    return out
-
-
-@functools.lru_cache(maxsize=8)
-def _phone_run(min_digits: int) -> re.Pattern[str]:
-    """A phone-like run: `min_digits` digits, consecutive ones at most 4 non-letter characters apart (phonenumbers
-    allows ≤ 4 punctuation characters; "x" is its only letter), not starting with a calendar date (2024-06-11,
-    11/06/2024), not starting inside a longer number.
-
-    Used twice with the same meaning, which is what keeps the fast path exact: as a post-filter (a phone hit
-    without such a run inside it is dropped) and as the prefilter (text without one never reaches phonenumbers).
-    """
-    if min_digits <= 1:
-        return re.compile(r"\d")
-    date = r"(?!\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}(?!\d))"
-    return re.compile(r"(?<!\d)" + date + r"\d(?:[\W_xX]{0,4}\d){" + str(min_digits - 1) + "}")
-
-
-@functools.lru_cache(maxsize=1)
-def _phone_safe_cut() -> re.Pattern[str] | None:
-    """Whitespace runs that no phonenumbers candidate can contain: a letter on both sides, neither of which is a
-    letter phonenumbers accepts inside a number ("x" as a separator, "ー").
-
-    Why this is exact: a phonenumbers match (`PhoneNumberMatcher._PATTERN`) holds whitespace only inside its
-    punctuation blocks (neighbours: digits, punctuation, brackets, "+" or "x"), before an extension label
-    (left neighbour: a digit or ",") or after one (right neighbour: a digit, "," or "-"); newlines never. So
-    the text can be cut there, and the matcher, run on the pieces, examines the same candidates with the same
-    neighbouring characters as on the whole text. `None` when phonenumbers' internals are not as expected.
-    """
-    try:
-        from phonenumbers import phonenumbermatcher as matcher
-        from phonenumbers import phonenumberutil as util
-
-        alphabet = re.compile(
-            "[" + util._VALID_PUNCTUATION + util._PLUS_CHARS + matcher._OPENING_PARENS + matcher._CLOSING_PARENS
-            + "]", re.IGNORECASE | re.UNICODE)
-    except (ImportError, AttributeError, re.error):
-        return None
-    phone_letters = sorted({c for c in map(chr, range(0x30000)) if c.isalpha() and alphabet.fullmatch(c)})
-    excluded = "".join(re.escape(c) for c in phone_letters)
-    letter = rf"[^\W\d_{excluded}]"
-    return re.compile(rf"(?<={letter})\s+(?={letter})")
-
-
-def _phone_windows(text: str, min_digits: int) -> list[tuple[int, int]]:
-    """Spans of `text` (unions of pieces between safe cuts) that hold a run of `min_digits` close digits.
-
-    Only these can hold a phone hit that survives the post-filter; everything else is never shown to
-    phonenumbers in the first pass of `scan_texts`.
-    """
-    cut = _phone_safe_cut()
-    run = _phone_run(min_digits)
-    if cut is None:
-        return [(0, len(text))] if run.search(text) else []
-    bounds = [0, *(m.end() for m in cut.finditer(text)), len(text)]
-    windows: list[tuple[int, int]] = []
-    for a, b in zip(bounds, bounds[1:], strict=False):
-        if a < b and run.search(text, a, b):
-            if windows and windows[-1][1] == a:
-                windows[-1] = (windows[-1][0], b)
-            else:
-                windows.append((a, b))
-    return windows
 
 
 # ------------------------------------------------------------------------------------------------------ post-filters
@@ -383,41 +179,6 @@ def _to_hits(text: str, results: Sequence[RecognizerResult], offset: int, config
         name = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY, "")
         hits.append(Hit(r.entity_type, r.start + offset, r.end + offset, float(r.score), str(name)))
     return hits
-
-
-def _sort(hits: list[Hit]) -> list[Hit]:
-    """Deterministic order (position, then type) so two runs and both scan paths compare equal."""
-    return sorted(hits, key=lambda h: (h.start, h.end, h.entity_type, h.recognizer, h.score))
-
-
-#: Entity types from least to most specific. A phone number is any run of digits that phonenumbers accepts (an
-#: IPv4 address, a card number), an organisation, name or place is a guess of the NER model (the opt-in
-#: ORGANIZATION least: the model tags street names and people as organisations); a card, IBAN, e-mail or IP address
-#: is matched by its structure and mostly a checksum. Types not listed (country ids, UUID, MAC...) are as
-#: specific as the most specific listed ones.
-LEAST_SPECIFIC: tuple[str, ...] = (
-    "ORGANIZATION", "NRP", "LOCATION", "PERSON", "DATE_TIME", "US_BANK_NUMBER", "US_DRIVER_LICENSE", "US_PASSPORT",
-    "US_ITIN", "MEDICAL_LICENSE", "PHONE_NUMBER", "ADDRESS", "URL",
-)
-_RANK = {e: i for i, e in enumerate(LEAST_SPECIFIC)}
-
-
-def resolve_overlaps(hits: Sequence[Hit]) -> list[Hit]:
-    """One finding per span: of hits that overlap, the most specific entity type wins (then the higher score,
-    then the longer span); the others are dropped.
-
-    Why: presidio deduplicates per entity type only, so "157.235.122.79" is an IP_ADDRESS and also a
-    PHONE_NUMBER and a card number a PHONE_NUMBER too; a report that counts both doubles the PII and names a
-    kind that is wrong. Run on the hits of one text, after the scan (`scan_texts` itself stays equal to
-    presidio's plain loop).
-    """
-    order = sorted(hits, key=lambda h: (-_RANK.get(h.entity_type, len(LEAST_SPECIFIC)), -h.score,
-                                        -(h.end - h.start), h.start, h.entity_type))
-    kept: list[Hit] = []
-    for h in order:
-        if not any(k.start < h.end and h.start < k.end for k in kept):
-            kept.append(h)
-    return _sort(kept)
 
 
 # ------------------------------------------------------------------------------------------------------ the engine
@@ -676,111 +437,6 @@ def engine_info(config: PiiConfig | None = None) -> dict[str, Any]:
         except PackageNotFoundError:
             info[dist] = None
     return info
-
-
-# ---------------------------------------------------------------------------------------------------- chunking
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _sanitize(text: str) -> str:
-    """Replace lone surrogates (JSON allows them; spaCy's UTF-8 encoding raises) by U+FFFD, one for one.
-
-    Same length, so every offset still points into the caller's text.
-    """
-    if text.isascii() or not _SURROGATE.search(text):
-        return text
-    return _SURROGATE.sub("\ufffd", text)
-
-
-def _chunks(text: str, limit: int) -> list[tuple[int, str]]:
-    """Split `text` into pieces of at most `limit` characters, at a line break or space when there is one.
-
-    Why: spaCy refuses texts over `nlp.max_length` and memory grows with document length. A cut in the middle
-    of a value can only lose that one value; cutting at line breaks first makes that rare.
-    """
-    if len(text) <= limit:
-        return [(0, text)]
-    out = []
-    start = 0
-    while start < len(text):
-        end = start + limit
-        if end >= len(text):
-            out.append((start, text[start:]))
-            break
-        cut = text.rfind("\n", start + limit // 2, end)
-        if cut < 0:
-            cut = text.rfind(" ", start + limit // 2, end)
-        cut = end if cut < 0 else cut + 1
-        out.append((start, text[start:cut]))
-        start = cut
-    return out
-
-
-# ----------------------------------------------------------------------------------------------- the plain path
-
-def scan_text(text: str, config: PiiConfig | None = None) -> list[Hit]:
-    """Scan one text the plain way: `AnalyzerEngine.analyze` per chunk. The reference `scan_texts` must match."""
-    config = config or PiiConfig()
-    with _one_blas_thread():
-        return _scan_text_plain(text, config)
-
-
-def _scan_text_plain(text: str, config: PiiConfig) -> list[Hit]:
-    eng = _engine(config)
-    hits: list[Hit] = []
-    for offset, chunk in _chunks(_sanitize(text), config.chunk_chars):
-        if not chunk:
-            continue
-        results = eng.analyzer.analyze(chunk, config.language, entities=eng.entities)
-        hits.extend(_to_hits(chunk, results, offset, config))
-    return _sort(hits)
-
-
-def scan_texts_plain(texts: Sequence[str], config: PiiConfig | None = None) -> list[list[Hit]]:
-    """The plain per-text loop, kept as the reference for tests and for the speed comparison."""
-    config = config or PiiConfig()
-    with _one_blas_thread():
-        return [_scan_text_plain(t, config) for t in texts]
-
-
-@functools.lru_cache(maxsize=2)
-def _stock_analyzer(config: PiiConfig) -> AnalyzerEngine:
-    """presidio as a user builds it, around the same recognisers: its own `SpacyNlpEngine.load()` (the model's
-    whole pipeline, parser included, on spaCy's default BLIS ops) and its stock context enhancer.
-
-    Why: the reference that `scan_texts` is held to. `scan_texts_plain` shares gate's engine (parser excluded,
-    OpenBLAS ops, bisecting enhancer), so equality with it cannot show that those choices change nothing.
-    """
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
-
-    eng = _engine(config)
-    nlp_engine = eng.analyzer.nlp_engine
-    if eng.nlp is not None:
-        nlp_engine = SpacyNlpEngine(models=[{"lang_code": config.language, "model_name": config.ner_model}],
-                                    ner_model_configuration=NerModelConfiguration(**NER_CONF))
-        nlp_engine.load()  # the model is installed (ner_available): presidio does not download it
-    registry = RecognizerRegistry(recognizers=list(eng.analyzer.registry.recognizers),
-                                  supported_languages=[config.language])
-    return AnalyzerEngine(registry=registry, nlp_engine=nlp_engine, supported_languages=[config.language],
-                          default_score_threshold=config.default_threshold)
-
-
-def scan_texts_stock(texts: Sequence[str], config: PiiConfig | None = None) -> list[list[Hit]]:
-    """presidio's plain loop on `_stock_analyzer`: one `analyze()` per chunk, then the same post-filters."""
-    config = config or PiiConfig()
-    analyzer = _stock_analyzer(config)
-    entities = _engine(config).entities
-    out = []
-    for text in texts:
-        hits: list[Hit] = []
-        for offset, chunk in _chunks(_sanitize(text), config.chunk_chars):
-            if chunk:
-                results = analyzer.analyze(chunk, config.language, entities=entities)
-                hits.extend(_to_hits(chunk, results, offset, config))
-        out.append(_sort(hits))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------- the fast path

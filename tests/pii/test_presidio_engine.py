@@ -8,7 +8,17 @@ import time
 
 import pytest
 
-from gate.pii import Hit, PiiConfig, engine_info, scan_text, scan_texts, scan_texts_plain
+from gate.pii import (
+    Hit,
+    PiiConfig,
+    chunking,
+    engine_info,
+    prefilters,
+    resolve_overlaps,
+    scan_text,
+    scan_texts,
+    scan_texts_plain,
+)
 from gate.pii import presidio_engine as pe
 
 pytest.importorskip("presidio_analyzer")
@@ -148,7 +158,7 @@ def test_phone_windows_give_the_same_kept_hits(pattern_cfg: PiiConfig, messages:
         whole = {(r.start, r.end) for r in phone.analyze(text, eng.entities, None)
                  if not pe._dropped(text, r.entity_type, r.start, r.end, pattern_cfg)}
         windowed = set()
-        for a, b in pe._phone_windows(text, pattern_cfg.phone_min_digits):
+        for a, b in prefilters._phone_windows(text, pattern_cfg.phone_min_digits):
             windowed |= {(r.start + a, r.end + a) for r in phone.analyze(text[a:b], eng.entities, None)
                          if not pe._dropped(text, r.entity_type, r.start + a, r.end + a, pattern_cfg)}
         assert windowed == whole, text
@@ -200,7 +210,7 @@ def test_odd_inputs_do_not_crash(pattern_cfg: PiiConfig) -> None:
 
 def test_chunks_cover_the_text_and_cut_at_lines() -> None:
     text = ("line of support text with an id ORD-123456\n" * 3000) + "tail without newline " * 200
-    pieces = pe._chunks(text, 10_000)
+    pieces = chunking._chunks(text, 10_000)
     assert "".join(p for _, p in pieces) == text
     assert all(len(p) <= 10_000 for _, p in pieces)
     assert all(text[off:off + len(p)] == p for off, p in pieces)
@@ -297,14 +307,14 @@ def test_overlapping_hits_resolve_to_the_most_specific_entity(pattern_cfg: PiiCo
     text = "Our office IP is 157.235.122.79 and the card 4111 1111 1111 1111 was declined."
     raw = scan_text(text, pattern_cfg)
     assert {"IP_ADDRESS", "PHONE_NUMBER"} <= {h.entity_type for h in raw}  # presidio's own answer overlaps
-    resolved = pe.resolve_overlaps(raw)
+    resolved = resolve_overlaps(raw)
     assert [(h.entity_type, text[h.start:h.end]) for h in resolved] == [
         ("IP_ADDRESS", "157.235.122.79"), ("CREDIT_CARD", "4111 1111 1111 1111")]
     for (text, _), hits in zip(messages, scan_texts([m for m, _ in messages], pattern_cfg, workers=1), strict=True):
-        kept = pe.resolve_overlaps(hits)
+        kept = resolve_overlaps(hits)
         assert all(a.end <= b.start for a, b in zip(kept, kept[1:], strict=False)), text
         assert {(h.start, h.end) for h in kept} <= {(h.start, h.end) for h in hits}
-        assert pe.resolve_overlaps(kept) == kept
+        assert resolve_overlaps(kept) == kept
 
 
 def test_overlap_ties_keep_the_higher_score_then_the_longer_span() -> None:
@@ -312,4 +322,4 @@ def test_overlap_ties_keep_the_higher_score_then_the_longer_span() -> None:
     b = Hit("LOCATION", 4, 12, 0.85, "SpacyRecognizer")
     c = Hit("PERSON", 20, 24, 0.4, "SpacyRecognizer")
     d = Hit("PERSON", 20, 30, 0.9, "SpacyRecognizer")
-    assert pe.resolve_overlaps([a, b, c, d]) == [a, d]
+    assert resolve_overlaps([a, b, c, d]) == [a, d]

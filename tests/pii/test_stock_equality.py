@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from labelled import make_labelled
 
-from gate.pii import PiiConfig, scan_texts
+from gate.pii import PiiConfig, oracles, scan_texts, spacy_setup
 from gate.pii import presidio_engine as pe
 
 pytest.importorskip("presidio_analyzer")
@@ -25,10 +25,10 @@ def test_fast_scan_equals_stock_presidio_loop_on_labelled_sample(ner_cfg: PiiCon
     and the bisecting enhancer change nothing (0 of 4,232 texts). Text 470 of the sample is one of the two.
     """
     texts = [item.text for item in make_labelled(500, seed=15)]
-    stock = pe.scan_texts_stock(texts, ner_cfg)
+    stock = oracles.scan_texts_stock(texts, ner_cfg)
     fast = scan_texts(texts, ner_cfg, workers=1)
     assert scan_texts(texts, ner_cfg, workers=2) == fast
-    parser = pe._stock_analyzer(ner_cfg).nlp_engine.nlp[ner_cfg.language]
+    parser = oracles._stock_analyzer(ner_cfg).nlp_engine.nlp[ner_cfg.language]
     differ = []
     for i, (text, want, got) in enumerate(zip(texts, stock, fast, strict=True)):
         if want == got:
@@ -46,20 +46,20 @@ def test_fast_scan_equals_stock_presidio_loop_on_labelled_sample(ner_cfg: PiiCon
 
 def test_stock_reference_is_presidio_own_pipeline(ner_cfg: PiiConfig) -> None:
     """The reference really is presidio's loaded model (parser present, default ops), not gate's engine."""
-    stock = pe._stock_analyzer(ner_cfg).nlp_engine.nlp[ner_cfg.language]
+    stock = oracles._stock_analyzer(ner_cfg).nlp_engine.nlp[ner_cfg.language]
     ours = pe._engine(ner_cfg).nlp
     assert stock is not ours and "parser" in stock.pipe_names and "parser" not in ours.pipe_names
     ner_ops = {type(node.ops).__name__ + str(getattr(node.ops, "use_blis", "")) for node in
                ours.get_pipe("ner").model.walk()}
-    if pe._fast_blas():
+    if spacy_setup._fast_blas():
         assert ner_ops == {"NumpyOpsFalse"}, ner_ops  # gate's NER computes on OpenBLAS, held to one thread
 
 
 def test_one_blas_thread_inside_the_scan(ner_cfg: PiiConfig) -> None:
     """OpenBLAS runs one thread per core by default: on a pool of one worker per core that cost 30 % more CPU."""
-    if not pe._fast_blas():
+    if not spacy_setup._fast_blas():
         pytest.skip("threadpoolctl not installed: spaCy stays on BLIS")
     from threadpoolctl import threadpool_info
 
-    with pe._one_blas_thread():
+    with spacy_setup._one_blas_thread():
         assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
