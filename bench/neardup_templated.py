@@ -131,7 +131,7 @@ def quality(texts: list[str], threshold: float, res: Any, drops: list[Any], samp
     """Recall/precision on a seeded sample, by brute-force exact Jaccard on gate's shingle sets (independent of
     LSH): recall = sampled true pairs in one cluster; precision = reported pairs and drops at >= threshold."""
     from gate.dedup import shingle_batch
-    from gate.dedup.cluster import ShingleSets
+    from gate.dedup.shingle_sets import ShingleSets
 
     cfg = res.config_key  # noqa: F841 (documented in the result)
     from gate.dedup import ShingleConfig

@@ -183,7 +183,7 @@ def within_split_drops(cl: Clustering, texts: list[str], config: Any, keep: str)
         drops.sort(key=lambda d: d.pos)
         return drops
     from gate.dedup import shingle_batch
-    from gate.dedup.cluster import ShingleSets
+    from gate.dedup.shingle_sets import ShingleSets
 
     local = {p: i for i, p in enumerate(involved)}
     sets = ShingleSets(shingle_batch([texts[p] for p in involved], config.shingles))

@@ -9,15 +9,14 @@ from gate.dedup.cluster import (
     NearDupCounters,
     NearDupIndex,
     NearDupResult,
-    Sketch,
     VerifiedPair,
     compute_signatures,
     find_near_duplicates,
-    sketch_signatures,
 )
 from gate.dedup.lsh import LshPlan, choose_bands, detection_curve
 from gate.dedup.minhash import MinHashConfig, minhash_signatures
 from gate.dedup.shingles import ShingleConfig, normalize, shingle_batch, shingle_hashes
+from gate.dedup.sketch import Sketch, sketch_signatures
 
 __all__ = [
     "Cluster",

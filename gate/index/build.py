@@ -33,7 +33,7 @@ _STATE: dict[str, Any] = {}
 def _features_of(task: tuple[str, list[tuple[int, bytes]]]) -> tuple[Features, np.ndarray, np.ndarray]:
     """A slice's features without its texts, and its sketch (signature digests, shingle counts): the parent
     writes the entries and keeps only what clustering needs, never the texts or signatures of every row."""
-    from gate.dedup.cluster import sketch_signatures
+    from gate.dedup.sketch import sketch_signatures
 
     file, items = task
     rows = parse_rows(file, items)
@@ -202,7 +202,7 @@ def _cluster_groups(contract: Contract, config: Any, split_of: list[str], files:
     signing pass kept (`cols`, emptied as they are joined), by the same clustering a full check runs; the texts
     are read back from `files` only for the pairs that need verifying."""
     from gate.dedup import find_near_duplicates
-    from gate.dedup.cluster import Sketch
+    from gate.dedup.sketch import Sketch
 
     plan = config.plan()
 

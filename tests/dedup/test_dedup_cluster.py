@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from gate.dedup import MinHashConfig, NearDupConfig, NearDupIndex, find_near_duplicates
-from gate.dedup.cluster import ShingleSets, connected_components, exact_jaccard, verify_spanning
+from gate.dedup.components import connected_components, verify_spanning
+from gate.dedup.shingle_sets import ShingleSets, exact_jaccard
 from gate.dedup.shingles import shingle_batch
 
 THRESHOLD = 0.8
@@ -214,7 +215,7 @@ def test_sketch_gives_the_same_result_as_signatures_and_keeps_near_identical_sig
     import numpy as np
 
     from gate.dedup import NearDupConfig, compute_signatures, find_near_duplicates, sketch_signatures
-    from gate.dedup.cluster import _full_signature_groups
+    from gate.dedup.sketch import _full_signature_groups
 
     base = "the quick brown fox jumps over the lazy dog near the river bank at dawn " * 3
     texts = [base, base + "again", base, "something else entirely " * 5, base + "again", ""]
@@ -262,7 +263,8 @@ def test_signature_prefilter_on_templated_rows_equals_brute_force(threshold: flo
     """Issue 19 s2: on templated rows most LSH candidates are rows of one template far below the threshold; the
     b-bit prefilter rejects them without exact verification, and the clusters still equal brute force (every pair
     verified exactly) and the same run without the prefilter."""
-    from gate.dedup.cluster import Sketch, compute_signatures, signature_floor, sketch_signatures
+    from gate.dedup.cluster import compute_signatures
+    from gate.dedup.sketch import Sketch, signature_floor, sketch_signatures
 
     texts = templated_corpus()
     config = NearDupConfig(minhash=MinHashConfig(threshold=threshold))
@@ -366,7 +368,7 @@ def test_templated_clusters_equal_brute_force_and_skip_exact_lookups() -> None:
 def test_signature_prefilter_counts_equal_bytes_exactly(num_perm: int) -> None:
     """The word-at-a-time equal-byte count of `_prefilter` equals a plain byte comparison, for any signature length
     (lengths that are not a multiple of 8 are padded) and at every floor."""
-    from gate.dedup.cluster import _prefilter
+    from gate.dedup.sketch import _prefilter
 
     rng = np.random.default_rng(3)
     low = rng.integers(0, 256, (300, num_perm), dtype=np.uint8)
@@ -382,7 +384,7 @@ def test_signature_prefilter_counts_equal_bytes_exactly(num_perm: int) -> None:
 def test_shingle_bin_counts_built_in_slices_equal_one_bincount() -> None:
     """The per-document bin counts are built in slices of 2,048 documents (bounded memory); across slice edges they
     equal one bincount over all keys, and the bound stays sound there."""
-    from gate.dedup.cluster import BOUND_BINS
+    from gate.dedup.shingle_sets import BOUND_BINS
 
     rng = np.random.default_rng(5)
     texts = [" ".join(f"w{x}" for x in rng.integers(0, 400, int(rng.integers(1, 30)))) for _ in range(17_000)]
@@ -488,7 +490,7 @@ def test_sliced_shingle_sets_and_prefix_join_equal_doing_it_at_once(monkeypatch:
     no one). With slices of 64 keys, so that slice edges fall all over the corpus (empty and one-shingle documents
     included), the keys equal one sort of all keys and the pairs equal the one-shot join's, for all documents and
     for a subset."""
-    import gate.dedup.cluster as cluster
+    import gate.dedup.shingle_sets as shingle_sets
 
     rng = random.Random(3)
     texts = slot_corpus(n=300) + ["", "solo", "a b c d e"] + [" ".join(rng.choice("abcdefgh") for _ in range(12))
@@ -497,7 +499,7 @@ def test_sliced_shingle_sets_and_prefix_join_equal_doing_it_at_once(monkeypatch:
     _, inverse = np.unique(batch.hashes, return_inverse=True)
     v = int(inverse.max()) + 1
     whole = np.unique(np.repeat(np.arange(len(texts), dtype=np.int64), batch.sizes) * v + inverse.ravel())
-    monkeypatch.setattr(cluster, "_SLICE_KEYS", 64)
+    monkeypatch.setattr(shingle_sets, "_SLICE_KEYS", 64)
     sets = ShingleSets(batch)
     assert np.array_equal(sets._keys, whole)
     assert np.array_equal(sets.sizes, np.bincount(whole // v, minlength=len(texts)))
@@ -559,8 +561,8 @@ def test_sketch_in_blocks_of_rows_equals_the_whole_matrix(docs: int) -> None:
     """Issue 19 s2 (linear growth): the sketch is computed 2,048 rows at a time (its keys read the matrix column by
     column, which out of cache cost x10 the CPU for x4 rows); band keys, digests and low bytes equal those of the
     whole matrix at once, at and around block edges."""
-    from gate.dedup.cluster import sketch_signatures
     from gate.dedup.lsh import band_keys
+    from gate.dedup.sketch import sketch_signatures
 
     rng = np.random.default_rng(docs)
     sig = rng.integers(0, 1 << 32, (docs, 128), dtype=np.uint64).astype(np.uint32)

@@ -74,7 +74,7 @@ def test_chunked_build_equals_whole_build(tmp_path, monkeypatch, triage_contract
     import pyarrow.parquet as pq
 
     from gate.data.neardup import neardup_config
-    from gate.index import build, lines, store
+    from gate.index import build, lines, parts
     from gate.index.features import features, parse_rows
     from gate.io.dataset import discover
 
@@ -82,7 +82,7 @@ def test_chunked_build_equals_whole_build(tmp_path, monkeypatch, triage_contract
     build.build_index(str(data), triage_contract, str(tmp_path / "whole"), workers=1)
     monkeypatch.setattr(lines, "BLOCK_BYTES", 2048)
     monkeypatch.setattr(build, "SLICE_ROWS", 7)
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 13)
+    monkeypatch.setattr(parts, "ROW_GROUP_ROWS", 13)
     out = build.build_index(str(data), triage_contract, str(tmp_path / "chunked"), workers=2)
     assert out["clusters"] > 0
     whole, whole_groups = _index(tmp_path / "whole")
@@ -100,7 +100,7 @@ def test_chunked_build_equals_whole_build(tmp_path, monkeypatch, triage_contract
         rows += [r for _, r in parse_rows(src.display, items)]
         splits += [src.split] * len(t)
         digests += t.digests
-    reference = store.entries_table(splits, digests, features(rows, triage_contract, config))
+    reference = parts.entries_table(splits, digests, features(rows, triage_contract, config))
     assert chunked.equals(reference)
 
 

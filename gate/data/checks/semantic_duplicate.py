@@ -3,7 +3,7 @@
 Each row's dedup text (the same text `near_duplicate` shingles) is embedded with all-MiniLM-L6-v2 (gate.embed:
 mean pooling, L2-normalised) in the map phase, so both cores encode; in `finish`, pairs with cosine >= `threshold`
 are found per split (exact blockwise search up to `exact_max` rows, k-means buckets above), joined into clusters
-(gate.dedup.cluster.connected_components, the union-find near_duplicate uses) and judged with the same keep rules:
+(gate.dedup.components.connected_components, the union-find near_duplicate uses) and judged with the same keep rules:
 the first row of a cluster stays; `star` (default) drops a later row only when its cosine with a row that stays
 reaches the threshold, `chain` drops the whole closure. Findings carry the same evidence fields as near_duplicate
 (partner_row, partner_id, score = that pair's cosine, cluster_id, cluster_size) and no text.
@@ -55,7 +55,7 @@ def semantic_drops(emb: np.ndarray, split_of: list[int], digests: list[bytes], t
     """Rows to drop as paraphrases within their split, by the keep rule; shared by the check and `gate scrub` so
     scrub drops exactly what the check reports. Only the first copy of each exact text takes part (exact copies
     are `exact_duplicate`'s). Returns (drops, similar pairs, clusters)."""
-    from gate.dedup.cluster import connected_components
+    from gate.dedup.components import connected_components
     from gate.embed.encoder import similar_pairs
 
     drops: list[SemanticDrop] = []
