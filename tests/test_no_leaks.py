@@ -125,7 +125,9 @@ def _sources(db: str) -> dict[str, Any]:
         runs = [r for (r,) in con.execute("SELECT run_id FROM runs WHERE kind = 'check'").fetchall()]
         checks = {r: [c for (c,) in con.execute('SELECT DISTINCT "check" FROM findings WHERE run_id = ?',
                                                  [r]).fetchall()] for r in runs}
+        counts = dict(con.execute("SELECT run_id, count(*) FROM findings GROUP BY run_id").fetchall())
     assert len(releases) >= 2 and runs and any(checks.values())
+    from gate.dashboard.pages import PAGE_SIZE
     from gate.service.jobs import REPORT_FILES
 
     return {  # parameter name -> its values; a callable gets the path parameters chosen so far
@@ -133,6 +135,9 @@ def _sources(db: str) -> dict[str, Any]:
         "scorecard": [None, *scorecards], "verdict": [None, "PROMOTE", "BLOCK"],
         "a": releases, "b": releases, "check": lambda chosen: [None, *checks.get(chosen.get("run_id"), [])],
         "limit": [None], "status": [None], "next": [None],
+        # the check-run page's filters only narrow it: every finding is on an unfiltered page at some offset
+        "rule": [None], "split": [None], "severity": [None],
+        "offset": lambda chosen: [None, *range(PAGE_SIZE, counts.get(chosen.get("run_id"), 0), PAGE_SIZE)],
     }
 
 
