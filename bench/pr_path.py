@@ -119,9 +119,15 @@ def main() -> int:
                   f"{len(s['new_findings'])} | {s['path_line'][:90]} |")
     md += ["", f"Same new findings on all three paths: **{r['same_new_findings']}**; the planted copy found "
                f"(exact_duplicate, row {total + 1}): **{r['the_copy_found']}**."]
-    if not r["same_new_findings"]:
-        md.append("Differences: full " + json.dumps(full["new_findings"][:20]) + " vs incremental "
-                  + json.dumps(cold["new_findings"][:20]))
+    if not r["same_new_findings"]:  # what each path reports that the other does not, with the full path's label
+        full_all = {tuple(f["check"] for _ in [0]) + (f["split"], f["row"]): f.get("novelty")
+                    for f in json.loads((work / "report-full" / "report.json").read_text())["findings"]}
+        only_inc = sorted(set(map(tuple, cold["new_findings"])) - set(map(tuple, full["new_findings"])))
+        only_full = sorted(set(map(tuple, full["new_findings"])) - set(map(tuple, cold["new_findings"])))
+        md.append("Only the incremental path: " + (", ".join(
+            f"{c} {sp} row {row} (the full path: {full_all.get((c, sp, row)) or 'not found'})"
+            for c, sp, row in only_inc) or "none") + ". Only the full path: "
+            + (", ".join(f"{c} {sp} row {row}" for c, sp, row in only_full) or "none") + ".")
     (out_dir / "pr_path.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0
