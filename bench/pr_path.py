@@ -120,7 +120,7 @@ def main() -> int:
     md += ["", f"Same new findings on all three paths: **{r['same_new_findings']}**; the planted copy found "
                f"(exact_duplicate, row {total + 1}): **{r['the_copy_found']}**."]
     if not r["same_new_findings"]:  # what each path reports that the other does not, with the full path's label
-        full_all = {tuple(f["check"] for _ in [0]) + (f["split"], f["row"]): f.get("novelty")
+        full_all = {(f["check"], f["split"], f["row"]): f.get("novelty")
                     for f in json.loads((work / "report-full" / "report.json").read_text())["findings"]}
         only_inc = sorted(set(map(tuple, cold["new_findings"])) - set(map(tuple, full["new_findings"])))
         only_full = sorted(set(map(tuple, full["new_findings"])) - set(map(tuple, cold["new_findings"])))
