@@ -24,9 +24,19 @@ class InlineFallback(RuntimeWarning):
 
 
 def other_threads() -> list[str]:
-    """Names of the live threads other than the calling one (what would be frozen mid-step in a forked child)."""
+    """Names of the live threads other than the calling one (what would be frozen mid-step in a forked child).
+
+    Every thread that runs Python code, not only those `threading` started: `sys._current_frames()` holds one
+    entry per thread with a Python thread state, so a thread started with `_thread.start_new_thread` (execnet's
+    I/O thread in a pytest-xdist worker, which `threading.enumerate()` lists only once it has asked for its own
+    `current_thread()`) counts too. Threads of native libraries that never run Python (OpenBLAS's pool) have no
+    such state and do not count: they hold no lock Python code takes."""
     me = threading.current_thread()
-    return sorted(t.name for t in threading.enumerate() if t is not me and t.is_alive())
+    names = {t.ident: t.name for t in threading.enumerate() if t is not me and t.is_alive()}
+    for ident in sys._current_frames():
+        if ident != me.ident and ident not in names:
+            names[ident] = f"thread {ident} (not started by threading)"
+    return sorted(names.values())
 
 
 def fork_context(what: str) -> BaseContext | None:
