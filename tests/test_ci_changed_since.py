@@ -235,18 +235,9 @@ def test_changed_since_with_base_checks_whole_where_incremental_cannot_answer(ow
 
 
 def test_the_ci_script_passes_base_unless_told_not_to(tmp_path):
-    from tests.conftest import ROOT
+    from tests.security.test_workflow_from_base import gate_check_argv
 
-    log = tmp_path / "argv"
-    fake = tmp_path / "gate"
-    fake.write_text(f"#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > {log}\nexit 0\n")
-    fake.chmod(0o755)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GATE_", "GITHUB_"))},
-           "GATE_BIN": str(fake), "GATE_DATASET": "d", "GATE_CONTRACT": "c.yaml", "GATE_BASE_REF": "origin/main",
-           "GATE_EXIT_FILE": str(tmp_path / "rc")}
     for value, expect in (("", True), ("true", True), ("false", False)):
-        subprocess.run(["bash", str(ROOT / "ci" / "scripts" / "gate-check.sh")], cwd=tmp_path, check=True,
-                       env={**env, "GATE_INCREMENTAL": value} if value else env, capture_output=True)
-        argv = log.read_text().split("\n")
+        argv = gate_check_argv(tmp_path, **({"GATE_INCREMENTAL": value} if value else {}))
         assert argv[argv.index("--changed-since") + 1] == "origin/main"
         assert (("--base" in argv) and argv[argv.index("--base") + 1] == "origin/main") is expect, value

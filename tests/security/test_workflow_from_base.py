@@ -36,19 +36,25 @@ def test_the_template_runs_only_what_the_base_holds():
         assert "bash ci/scripts" not in step.get("run", "")
 
 
-def test_the_approval_reaches_gate_only_as_the_flag(tmp_path):
-    """gate-check.sh turns GATE_ALLOW_CONTRACT_CHANGE=true (set by the workflow on a maintainer's label) into
-    --allow-contract-change, and anything else into nothing."""
+def gate_check_argv(tmp_path, **env: str) -> list[str]:
+    """The arguments ci/scripts/gate-check.sh gives `gate` under `env` (a stand-in `gate` writes them down)."""
     from tests.conftest import ROOT
 
     log = tmp_path / "argv"
     fake = tmp_path / "gate"
     fake.write_text(f"#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > {log}\nexit 0\n")
     fake.chmod(0o755)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GATE_", "GITHUB_"))},
-           "GATE_BIN": str(fake), "GATE_DATASET": "d", "GATE_CONTRACT": "c.yaml", "GATE_BASE_REF": "origin/main",
-           "GATE_EXIT_FILE": str(tmp_path / "rc")}
+    base = {**{k: v for k, v in os.environ.items() if not k.startswith(("GATE_", "GITHUB_"))},
+            "GATE_BIN": str(fake), "GATE_DATASET": "d", "GATE_CONTRACT": "c.yaml", "GATE_BASE_REF": "origin/main",
+            "GATE_EXIT_FILE": str(tmp_path / "rc")}
+    subprocess.run(["bash", str(ROOT / "ci" / "scripts" / "gate-check.sh")], cwd=tmp_path, check=True,
+                   env={**base, **env}, capture_output=True)
+    return log.read_text().split("\n")
+
+
+def test_the_approval_reaches_gate_only_as_the_flag(tmp_path):
+    """gate-check.sh turns GATE_ALLOW_CONTRACT_CHANGE=true (set by the workflow on a maintainer's label) into
+    --allow-contract-change, and anything else into nothing."""
     for value, expect in (("true", True), ("false", False), ("yes", False), ("", False)):
-        subprocess.run(["bash", str(ROOT / "ci" / "scripts" / "gate-check.sh")], cwd=tmp_path, check=True,
-                       env={**env, "GATE_ALLOW_CONTRACT_CHANGE": value}, capture_output=True)
-        assert ("--allow-contract-change" in log.read_text().split()) is expect, value
+        argv = gate_check_argv(tmp_path, GATE_ALLOW_CONTRACT_CHANGE=value)
+        assert ("--allow-contract-change" in argv) is expect, value

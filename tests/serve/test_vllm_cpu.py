@@ -66,6 +66,16 @@ def server(tiny, tmp_path_factory):
         yield eng
 
 
+def generate_as(server, model: str, reqs):
+    """The server's answers to `reqs` under another served name (its base model or its adapter), name restored."""
+    served = server.client.model
+    try:
+        server.client.model = model
+        return server.generate(reqs)
+    finally:
+        server.client.model = served
+
+
 def ask(text: str, **kw):
     from gate.engines.types import Request
 
@@ -78,12 +88,7 @@ def test_chat_is_deterministic_at_temperature_zero_and_lora_differs(server):
     a, b = server.generate(reqs), server.generate(reqs)
     assert all(r.error is None for r in a) and [r.text for r in a] == [r.text for r in b]
     assert server.identity.engine_version and server.identity.adapter_hash
-    base = server.client.model
-    try:
-        server.client.model = "tiny"
-        c = server.generate(reqs)
-    finally:
-        server.client.model = base
+    c = generate_as(server, "tiny", reqs)
     assert [r.text for r in c] != [r.text for r in a]
 
 
@@ -197,12 +202,7 @@ def test_two_real_replicas_one_killed_mid_run_give_the_single_servers_answers(se
     (tmp_path / "second").mkdir()
     second = deployment(tiny, tmp_path / "second")
     reqs = [ask(f"ticket {i}: the invoice shows the wrong amount", max_tokens=12) for i in range(24)]
-    base = server.client.model
-    try:
-        server.client.model = "tiny"
-        alone = server.generate(reqs)
-    finally:
-        server.client.model = base
+    alone = generate_as(server, "tiny", reqs)
     assert all(r.error is None for r in alone)
     with second:
         fleet = URLEngine(f"{server.base_url},{second.base_url}", "tiny", concurrency=2, retries=0)
