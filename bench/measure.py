@@ -102,3 +102,33 @@ def measure_command(name: str, cmd: list[str], env: dict[str, str] | None = None
         out["rows_per_s"] = round(rows / m.seconds)
     print(f"{name}: {out}", flush=True)
     return out
+
+
+def generated_triage_lines(gen: Path, rows: int) -> list[bytes]:
+    """`rows` triage rows from the fixture generator (fixtures/generate.py, deterministic), generated once into
+    `gen/train.jsonl` and reused by later runs; their lines, newlines kept."""
+    import sys
+
+    if not (gen / "train.jsonl").is_file():
+        subprocess.run([sys.executable, str(ROOT / "fixtures" / "generate.py"), "--scale", str(rows), "--kind",
+                        "triage", "--out", str(gen)], check=True)
+    lines = (gen / "train.jsonl").read_bytes().splitlines(keepends=True)
+    assert len(lines) == rows, len(lines)
+    return lines
+
+
+def base_repository(repo: Path, train: bytes) -> Path:
+    """A fresh git repository at `repo` (branch main) whose first commit, "base", holds `train` as
+    data/train.jsonl: the target branch a benchmarked pull request changes. Returns the data file."""
+    import shutil
+
+    shutil.rmtree(repo, ignore_errors=True)
+    (repo / "data").mkdir(parents=True)
+    git_uncompressed(repo, "init", "-q", "-b", "main")
+    git_uncompressed(repo, "config", "user.email", "bench@example.org")
+    git_uncompressed(repo, "config", "user.name", "bench")
+    data = repo / "data" / "train.jsonl"
+    data.write_bytes(train)
+    git_uncompressed(repo, "add", "-A")
+    git_uncompressed(repo, "commit", "-qm", "base")
+    return data

@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,8 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.measure import GATE_ENV as ENV  # noqa: E402
+from bench.measure import (  # noqa: E402
+    base_repository,
+    generated_triage_lines,
+    measure_command,
+)
 from bench.measure import git_uncompressed as git  # noqa: E402
-from bench.measure import measure_command  # noqa: E402
 
 PY = sys.executable
 CONTRACT = str(ROOT / "contracts" / "triage.yaml")
@@ -57,21 +60,9 @@ def main() -> int:
     work = ROOT / "bench" / "data" / f"pr-path-{args.rows}"
     gen = work / "gen"
     total = args.rows + args.pr - 1
-    if not (gen / "train.jsonl").is_file():
-        subprocess.run([PY, str(ROOT / "fixtures" / "generate.py"), "--scale", str(total), "--kind", "triage",
-                        "--out", str(gen)], check=True)
-    lines = (gen / "train.jsonl").read_bytes().splitlines(keepends=True)
-    assert len(lines) == total, len(lines)
+    lines = generated_triage_lines(gen, total)
     repo = work / "repo"
-    shutil.rmtree(repo, ignore_errors=True)
-    (repo / "data").mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "bench@example.org")
-    git(repo, "config", "user.name", "bench")
-    data = repo / "data" / "train.jsonl"
-    data.write_bytes(b"".join(lines[: args.rows]))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
+    data = base_repository(repo, b"".join(lines[: args.rows]))
     git(repo, "checkout", "-q", "-b", "pr")
     copy = json.loads(lines[10])
     copy["id"] = "pr-copy-of-row-11"
