@@ -315,8 +315,8 @@ class OpenAIClient:
             return list(await asyncio.gather(*(one(r, c) for r, c in pairs)))
 
     async def get_json(self, path: str) -> Any:
-        """GET a small JSON endpoint (`/v1/models`, `/version`); used for identity, not for generation."""
-
+        """GET a small JSON endpoint (`/v1/models`, `/version`) of the first replica in service; used for identity,
+        not for generation."""
         return await self.get_json_at(next((u for u in self.replicas if u not in self.lost), self.base_url), path)
 
     async def get_json_at(self, url: str, path: str) -> Any:
