@@ -1,12 +1,14 @@
 """`gate demo`: the data door on every fixture, then the release loop (split, train, score, decide, promote),
 then a scan of everything the demo wrote or shows for the fixtures' planted personal data and secrets.
 
-Rerunnable in one tree: each run writes into a folder of its own (`.<out>-runs/<stamp>` beside
-`--out`) with a record of its own (`gate.duckdb` in that folder, unless `--db` or GATE_DB names one; then the
-releases get ids that record does not hold yet). Only when the run has passed does `--out` switch to it, in one
-rename of a symlink: `gate-report/demo` always shows one whole run, never a mix of two, and a failed run leaves
-the last good one in place (its own folder is kept, and named, for a look at what went wrong). The paths the
-record holds (checkpoints, reports) are the run folder's, so they stay true after the switch.
+Rerunnable in one tree, and writing only inside `--out`: each run writes into a folder of its own
+(`<out>/.runs/<stamp>`) with a record of its own (`gate.duckdb` in that folder, unless `--db` or GATE_DB names one;
+then the releases get ids that record does not hold yet). Only when the run has passed do the entries of `--out`
+(one relative symlink per report folder and the record, plus `.current` for the whole run) switch to it, each in
+one rename: every report folder is always one whole run, and a failed run leaves the last good one in place (its
+own folder is kept, and named, for a look at what went wrong). The paths the record holds (checkpoints, reports)
+are the run folder's, so they stay true after the switch. A folder gate did not write is refused, never emptied:
+`--out ~/reports` must not cost a user their files.
 """
 
 from __future__ import annotations
@@ -24,13 +26,38 @@ from rich.table import Table
 from gate.errors import ExitCode, GateError
 from gate.report.console import make_console
 
+RUNS = ".runs"  # inside --out: one folder per run
+CURRENT = ".current"  # inside --out: the whole run that passed last
+
 
 def _runs_dir(out: Path) -> Path:
-    return out.parent / f".{out.name}-runs"
+    return out / RUNS
+
+
+def claim_out(out: Path) -> None:
+    """Makes `out` a folder the demo owns, or refuses in one line before any work: a new or empty folder, or one an
+    earlier demo wrote. The layout before this one (`out` a symlink into `.<name>-runs` beside it) is taken over
+    and its runs folder removed, since it lay outside `out`."""
+    if out.is_symlink():
+        old_runs = out.parent / f".{out.name}-runs"
+        if Path(os.path.realpath(out)).parent == old_runs.resolve():
+            out.unlink()
+            shutil.rmtree(old_runs, ignore_errors=True)
+        else:
+            raise GateError("--out is a symlink gate demo did not write; give a new or empty folder", file=str(out))
+    if out.exists():
+        if not out.is_dir():
+            raise GateError("--out is a file; give a new or empty folder", file=str(out))
+        foreign = [p.name for p in out.iterdir() if p.name != RUNS]
+        if foreign and not (out / RUNS).is_dir():
+            raise GateError(f"--out is a folder gate demo did not write ({len(foreign)} entries, e.g. "
+                            f"{sorted(foreign)[0]!r}); give a new or empty folder", file=str(out))
+    out.mkdir(parents=True, exist_ok=True)
 
 
 def new_run_dir(out: Path) -> Path:
     """A fresh folder for one run: `<UTC stamp>-<host>-<pid>`, so a later run can tell an abandoned one."""
+    claim_out(out)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     path = _runs_dir(out) / f"{stamp}-{socket.gethostname().replace('-', '_')}-{os.getpid()}"
     path.mkdir(parents=True)
@@ -51,25 +78,39 @@ def _abandoned(run: Path) -> bool:
     return False
 
 
-def publish(out: Path, run_dir: Path) -> None:
-    """Points `out` at `run_dir` in one rename (a relative symlink, so the whole tree can move), then removes the
-    run it pointed at before and any abandoned run folder. A real folder at `out` (an older gate's demo) is moved
-    aside first and removed after."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    link = out.parent / f".{out.name}.link-{os.getpid()}"
+def _ours(entry: Path) -> bool:
+    """An entry of `out` that a publish made: a symlink into the runs folder."""
+    return entry.is_symlink() and Path(os.readlink(entry)).parts[:1] == (RUNS,)
+
+
+def _switch(out: Path, name: str, target: str) -> None:
+    """`out/name` becomes a symlink to `target` in one rename; a real file or folder of that name is refused."""
+    dest = out / name
+    if dest.exists() and not dest.is_symlink():
+        raise GateError(f"{name} is a real entry, not one gate demo wrote; move it away", file=str(out))
+    link = out / f".{name}.link-{os.getpid()}"
     link.unlink(missing_ok=True)
-    os.symlink(os.path.relpath(run_dir, out.parent), link)
-    previous = out.resolve() if out.is_symlink() else None
-    aside = None
-    if out.exists() and not out.is_symlink():
-        aside = out.parent / f".{out.name}.old-{os.getpid()}"
-        os.replace(out, aside)
-    os.replace(link, out)
-    if aside is not None:
-        shutil.rmtree(aside, ignore_errors=True)
-    runs = _runs_dir(out).resolve()
-    for old in runs.iterdir():
-        if old != run_dir.resolve() and old.is_dir() and (old == previous or _abandoned(old)):
+    os.symlink(target, link)
+    os.replace(link, dest)
+
+
+def publish(out: Path, run_dir: Path) -> None:
+    """Points every entry of `out` at `run_dir` (relative symlinks, so the whole tree can move), each in one rename,
+    `.current` last; then removes the entries the new run lacks, the run shown before and any abandoned run."""
+    claim_out(out)
+    rel = os.path.relpath(run_dir, out)
+    current = out / CURRENT
+    previous = Path(os.path.realpath(current)) if current.is_symlink() else None
+    names = sorted(p.name for p in run_dir.iterdir())
+    for name in names:
+        _switch(out, name, os.path.join(rel, name))
+    _switch(out, CURRENT, rel)
+    for entry in out.iterdir():
+        if entry.name not in names and entry.name != CURRENT and _ours(entry):
+            entry.unlink()
+    for old in _runs_dir(out).iterdir():
+        here = old.resolve()
+        if here != run_dir.resolve() and old.is_dir() and (here == previous or _abandoned(old)):
             shutil.rmtree(old, ignore_errors=True)
 
 
@@ -163,7 +204,7 @@ def _shown(target: str, run_dir: Path, out: Path) -> str:
 
 
 def _failed(console: Any, out: Path, run_dir: Path, code: int) -> int:
-    kept = f"; {out} still shows the last run that passed" if out.exists() else ""
+    kept = f"; {out} still shows the last run that passed" if (out / CURRENT).exists() else ""
     console.print(f"[bold red]This demo run did not pass[/]: its outputs are in {run_dir}{kept}", soft_wrap=True,
                   highlight=False)
     return code
