@@ -17,7 +17,14 @@ import typer
 from gate import __version__
 from gate.errors import ExitCode, GateError
 from gate.names import CHECK_NAMES
-from gate.requests import CHECK_ENGINES, FAIL_ON, SCORE_ENGINES, SNIPPET_MODES  # light: the requests' own lists
+from gate.requests import (  # light: the requests' own lists
+    CHECK_ENGINES,
+    EXPORT_FORMATS,
+    FAIL_ON,
+    SCORE_ENGINES,
+    SNIPPET_MODES,
+    TRAIN_RUNNERS,
+)
 from gate.service.auth import Role as TokenRole  # the service's roles (light: hashlib, hmac), not a copy that drifts
 
 app = typer.Typer(
@@ -130,17 +137,16 @@ def check(
 ) -> None:
     """Check a dataset against its data contract; exit 0 pass, 100 fail, 1 could not run."""
     from gate.commands.check import run_check_command
-    from gate.io import limits
     from gate.requests import CheckRequest
 
-    limits.set_for_command(limits.parse_overrides(limit or []))  # for this command only (see main)
     code = run_check_command(CheckRequest(
         dataset=str(dataset), contract=str(contract), report_dir=str(report_dir), quiet=quiet,
         checks=tuple(c.strip() for c in checks.split(",") if c.strip()) if checks else None,
         db=None if no_db else db, record=not no_db, workers=workers, fail_on=fail_on.value,
         max_examples=max_examples, tokenizer=str(tokenizer) if tokenizer else None, changed_since=changed_since,
         engine=engine.value, address=address, base=base, index=str(index) if index else None,
-        fail_on_existing=fail_on_existing, snippets=snippets.value, allow_contract_change=allow_contract_change))
+        fail_on_existing=fail_on_existing, snippets=snippets.value, allow_contract_change=allow_contract_change,
+        limits=tuple(limit) if limit else None))
     raise typer.Exit(code)
 
 
@@ -162,9 +168,11 @@ def split(
         ratio_values = [float(x) for x in ratios.split(",")]
     except ValueError:
         raise typer.BadParameter(f"not a list of numbers: {ratios}", param_hint="--ratios") from None
-    raise typer.Exit(run_split_command(dataset=str(dataset), contract_path=str(contract), out=str(out),
-                                       ratios=ratio_values, names=[n.strip() for n in names.split(",")], salt=salt,
-                                       drop_ungrouped=drop_ungrouped))
+    from gate.requests import SplitRequest
+
+    raise typer.Exit(run_split_command(SplitRequest(
+        dataset=str(dataset), contract=str(contract), out=str(out), ratios=tuple(ratio_values),
+        names=tuple(n.strip() for n in names.split(",")), salt=salt, drop_ungrouped=drop_ungrouped)))
 
 
 @app.command(epilog=_exits("scrubbed copy written"))
@@ -175,8 +183,9 @@ def scrub(
 ) -> None:
     """Write a copy without personal data, secrets and duplicates, with MANIFEST.json."""
     from gate.commands.scrub import run_scrub_command
+    from gate.requests import ScrubRequest
 
-    raise typer.Exit(run_scrub_command(dataset=str(dataset), contract_path=str(contract), out=str(out)))
+    raise typer.Exit(run_scrub_command(ScrubRequest(dataset=str(dataset), contract=str(contract), out=str(out))))
 
 
 @app.command(epilog=_exits("corrected copy written (or already there)"))
@@ -192,17 +201,14 @@ def apply(
 ) -> None:
     """Apply reviewed corrections (each with its reason) to a copy of a dataset, with MANIFEST.json."""
     from gate.commands.apply import run_apply_command
+    from gate.requests import ApplyRequest
 
-    raise typer.Exit(run_apply_command(dataset=str(dataset), corrections=str(corrections), out=str(out),
-                                       contract_path=str(contract) if contract else None, db=db, no_db=no_db))
+    raise typer.Exit(run_apply_command(ApplyRequest(
+        dataset=str(dataset), corrections=str(corrections), out=str(out),
+        contract=str(contract) if contract else None, db=db, record=not no_db)))
 
 
-# Choice enums that mirror a core constant are copies on purpose: importing the core module here would load yaml
-# and orjson for every `gate --help`. tests/test_cli_conventions.py holds each equal to its constant.
-class ExportFormat(StrEnum):  # gate.export.formats.FORMATS
-    ms_swift = "ms-swift"
-    nemo_automodel = "nemo-automodel"
-    hf = "hf"
+ExportFormat = StrEnum("ExportFormat", {v: v for v in EXPORT_FORMATS})  # gate.export.formats reads the same list
 
 
 @app.command(epilog=_exits("exported"))
@@ -318,17 +324,15 @@ def demo(
 
 
 # ---- area: training runners (train, plan) ----
-class TrainRunner(StrEnum):  # gate.train.runners.RUNNERS
-    local = "local"
-    nemo_automodel = "nemo-automodel"
-    ms_swift = "ms-swift"
+TrainRunner = StrEnum("TrainRunner", {v: v for v in TRAIN_RUNNERS})  # gate.train.runners reads the same list
 
 
 @app.command(epilog=_exits("trained (or the plan was written and validated)", None,
                            "could not run or the trainer failed"))
 def train(
     spec: Annotated[Path, typer.Argument(help="Training spec YAML (see trainspecs/).")],
-    runner: Annotated[TrainRunner, typer.Option("--runner", "-r", help="Which trainer runs it.")] = TrainRunner.local,
+    runner: Annotated[TrainRunner, typer.Option("--runner", "-r", help="Which trainer runs it.")
+                      ] = TrainRunner("local"),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write the plan (command and every generated config) "
                                                             "to <output_dir>/plan and stop.")] = False,
     validate_with: Annotated[str | None, typer.Option("--validate-with", help="With --dry-run: a Python that has "
@@ -480,11 +484,12 @@ def decide(
 ) -> None:
     """PROMOTE (exit 0) or BLOCK (exit 100) a candidate on the scorecard's gates, from paired scores in DuckDB."""
     from gate.commands.decide import run_decide_command
+    from gate.requests import DecideRequest
 
-    raise typer.Exit(run_decide_command(scorecard_path=str(scorecard), db=db, out=str(out), comparison=comparison,
-                                        baseline_run=baseline_run, candidate_run=candidate_run, aa=aa,
-                                        baseline_only=baseline_only, seed=seed, resamples=resamples, quiet=quiet,
-                                        base=scorecard_base, allow_scorecard_change=allow_scorecard_change))
+    raise typer.Exit(run_decide_command(DecideRequest(
+        scorecard=str(scorecard), db=db, out=str(out), comparison=comparison, baseline_run=baseline_run,
+        candidate_run=candidate_run, aa=aa, baseline_only=baseline_only, seed=seed, resamples=resamples, quiet=quiet,
+        scorecard_base=scorecard_base, allow_scorecard_change=allow_scorecard_change)))
 
 
 release_app = typer.Typer(help="Release records: pin everything behind a decided candidate.", no_args_is_help=True)

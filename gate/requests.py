@@ -11,6 +11,9 @@ arguments. Each field says here, once, where it can be honoured:
   tree); with GATE_URL set a value other than the default is refused in one line, exit 2, never dropped.
 
 A `path` field names a file the service confines to its roots before the job sees it.
+
+Split, scrub, apply and decide have no service route: every field is `local`, and they run where the CLI runs. They
+are requests all the same, so the CLI, the use case and any later face read one list of options.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ Where = Literal["remote", "client", "local"]
 
 
 SCORE_ENGINES = ("embedded", "url", "vllm", "sglang")
+# the domain lists the CLI offers as choices; the core modules take them from here (importing those modules would
+# load yaml and orjson for every `gate --help`)
+EXPORT_FORMATS = ("ms-swift", "nemo-automodel", "hf")
+TRAIN_RUNNERS = ("local", "nemo-automodel", "ms-swift")
 
 
 def _f(default: Any, where: Where, help: str, *, path: bool = False, flag: str | None = None,
@@ -63,10 +70,14 @@ class CheckRequest:
     index: str | None = _f(None, "local", "Index directory for base.")
     fail_on_existing: bool = _f(False, "local", "With changed_since: findings the base had fail too.")
     allow_contract_change: bool = _f(False, "local", "Judge by this tree's contract where it loosens the base's.")
+    limits: tuple[str, ...] | None = _f(None, "local", "NAME=N ceilings on the work one input may cause (the service "
+                                                       "keeps its own).", flag="--limit")
 
     def __post_init__(self) -> None:
-        if self.checks is not None and not isinstance(self.checks, tuple):
-            object.__setattr__(self, "checks", tuple(self.checks))
+        for name in ("checks", "limits"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
 
     def with_(self, **changes: Any) -> CheckRequest:
         return dataclasses.replace(self, **changes)
@@ -106,6 +117,65 @@ class ScoreRequest:
 
     def with_(self, **changes: Any) -> ScoreRequest:
         return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class SplitRequest:
+    """`gate split DATASET --contract C --out O`: whole groups to train/val/test by a stable hash."""
+
+    dataset: str = _f(dataclasses.MISSING, "local", "Dataset to split (all its rows are reassigned).")
+    contract: str = _f(dataclasses.MISSING, "local", "Data contract YAML (its group_key).")
+    out: str = _f(dataclasses.MISSING, "local", "Output directory (written atomically).")
+    ratios: tuple[float, ...] = _f((0.8, 0.1, 0.1), "local", "Target shares, in the order of names.")
+    names: tuple[str, ...] = _f(("train", "val", "test"), "local", "Split names.")
+    salt: str = _f("gate-split-v1", "local", "Changes every assignment at once.")
+    drop_ungrouped: bool = _f(False, "local", "Leave out rows without a group key instead of failing.")
+
+
+@dataclass(frozen=True)
+class ScrubRequest:
+    """`gate scrub DATASET --contract C --out O`: a copy without personal data, secrets and duplicates."""
+
+    dataset: str = _f(dataclasses.MISSING, "local", "Dataset to scrub (read only).")
+    contract: str = _f(dataclasses.MISSING, "local", "Data contract YAML (its scrub section).")
+    out: str = _f(dataclasses.MISSING, "local", "Output directory (written atomically).")
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """`gate apply DATASET CORRECTIONS --out O`: reviewed corrections, each with its reason, onto a copy."""
+
+    dataset: str = _f(dataclasses.MISSING, "local", "Dataset to correct (read only; JSONL splits).")
+    corrections: str = _f(dataclasses.MISSING, "local", "corrections.jsonl.")
+    out: str = _f(dataclasses.MISSING, "local", "Output directory (written atomically, all or nothing).")
+    contract: str | None = _f(None, "local", "Data contract YAML (its rules, for `reason: rule:<id>`).")
+    db: str | None = _f(None, "local", "DuckDB record to write.")
+    record: bool = _f(True, "local", "Record the corrections.", flag="--no-db")
+
+
+@dataclass(frozen=True)
+class DecideRequest:
+    """`gate decide --scorecard S`: PROMOTE or BLOCK from paired scores in the record."""
+
+    scorecard: str = _f(dataclasses.MISSING, "local", "Scorecard YAML whose gates decide.")
+    out: str = _f("gate-report/decision", "local", "Where decision.md and decision.json go.")
+    db: str | None = _f(None, "local", "DuckDB record to read and write.")
+    comparison: str | None = _f(None, "local", "comparison_id of one `gate score` run; default the newest.")
+    baseline_run: str | None = _f(None, "local", "Baseline score run id.")
+    candidate_run: str | None = _f(None, "local", "Candidate score run id.")
+    aa: bool = _f(False, "local", "A/A mode: measure the noise floor.")
+    baseline_only: str | None = _f(None, "local", "Check this one run against the absolute gates.")
+    seed: int | None = _f(None, "local", "Bootstrap seed.")
+    resamples: int | None = _f(None, "local", "Bootstrap resamples.")
+    quiet: bool = _f(False, "local", "Only the verdict line.")
+    scorecard_base: str | None = _f(None, "local", "The gates come from the scorecard at this git ref.",
+                                    flag="--base")
+    allow_scorecard_change: bool = _f(False, "local", "Judge by this tree's scorecard where it loosens the base's.")
+
+
+# every request and the command that builds it: the test that walks each field through the CLI reads this
+REQUESTS: dict[str, type] = {"check": CheckRequest, "score": ScoreRequest, "split": SplitRequest,
+                             "scrub": ScrubRequest, "apply": ApplyRequest, "decide": DecideRequest}
 
 
 def fields_where(cls: type, where: Where) -> tuple[str, ...]:

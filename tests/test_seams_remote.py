@@ -27,7 +27,8 @@ def sent(monkeypatch):
 
 
 @pytest.mark.parametrize("option", [("--base", "HEAD"), ("--workers", "3"), ("--no-db",), ("--engine", "ray"),
-                                    ("--db", "x.duckdb"), ("--index", "idx"), ("--allow-contract-change",)])
+                                    ("--db", "x.duckdb"), ("--index", "idx"), ("--allow-contract-change",),
+                                    ("--limit", "max_line_bytes=1024")])
 def test_an_option_the_service_cannot_honour_is_refused_in_one_line(tmp_path, sent, option):
     write_jsonl(tmp_path / "ds" / "train.jsonl", [triage_row(1)])
     code, out = gate_inprocess("check", str(tmp_path / "ds"), "-c", str(CONTRACTS / "triage.yaml"), "-o",
@@ -89,6 +90,32 @@ def test_every_field_walks_through_cli_service_client_and_job():
             other = {bool: not f.default, str: "x", int: 3}.get(type(f.default), "x")
             assert unsent(dataclasses.replace(base, **{f.name: other})) == [flag_of(CheckRequest, f.name)], f.name
     assert set(Body.model_fields) == set(fields_where(CheckRequest, "remote"))
+
+
+def test_every_command_with_a_request_has_one_option_per_field_and_no_other():
+    """Each use case's request (gate.requests.REQUESTS) is the whole list of its options: the CLI offers every
+    field, and no option that is not a field (`gate check --limit` was a CLI-only option, so a run with GATE_URL
+    set dropped it without a word: the service checked under its own ceilings). The CLI's choice lists are the
+    requests' own (ExportFormat and TrainRunner were copies of the core's lists)."""
+    import dataclasses
+
+    import typer.main
+
+    from gate import cli
+    from gate.export.formats import FORMATS
+    from gate.requests import REQUESTS, flag_of
+    from gate.train.runners import RUNNERS
+
+    group = typer.main.get_command(cli.app)
+    assert {"check", "score", "split", "scrub", "apply", "decide"} <= set(REQUESTS)
+    for name, cls in REQUESTS.items():
+        params = group.commands[name].params
+        fields = [f.name for f in dataclasses.fields(cls)]
+        for f in fields:
+            assert any(p.name == f or flag_of(cls, f) in p.opts for p in params), f"{name}: {f} has no option"
+        for p in params:
+            assert p.name in fields or any(flag_of(cls, f) in p.opts for f in fields), f"{name}: {p.name} not a field"
+    assert tuple(e.value for e in cli.ExportFormat) == FORMATS and tuple(e.value for e in cli.TrainRunner) == RUNNERS
 
 
 def test_the_service_job_honours_snippets_none(tmp_path):

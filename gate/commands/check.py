@@ -14,8 +14,10 @@ from gate.requests import CheckRequest
 
 
 def run_check_command(req: CheckRequest, *, base_check: Any = None, trust_ref: str | None = None) -> int:
+    from gate.io import limits
     from gate.report.check_report import github_annotations
 
+    limits.set_for_command(limits.parse_overrides(list(req.limits or ())))  # this command's context only (cli.main)
     if req.changed_since is not None:
         return run_changed_check(req)
     if os.environ.get("GATE_URL"):  # a shared service is the writer: submit the check there and wait for it

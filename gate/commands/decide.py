@@ -13,6 +13,7 @@ from gate.report.console import make_console
 
 if TYPE_CHECKING:
     from gate.decide.usecase import Decided
+    from gate.requests import DecideRequest
 
 
 def print_decided(decided: Decided, console: Any, *, quiet: bool = False) -> None:
@@ -29,20 +30,16 @@ def print_decided(decided: Decided, console: Any, *, quiet: bool = False) -> Non
     console.print(f"reports: {decided.md_path}, {decided.json_path}{where}", markup=False, soft_wrap=True)
 
 
-def run_decide_command(*, scorecard_path: str, db: str | None, out: str, comparison: str | None = None,
-                       baseline_run: str | None = None, candidate_run: str | None = None, aa: bool = False,
-                       baseline_only: str | None = None, seed: int | None = None, resamples: int | None = None,
-                       record: bool = True, quiet: bool = False, base: str | None = None,
-                       allow_scorecard_change: bool = False) -> int:
+def run_decide_command(req: DecideRequest) -> int:
     from gate.decide.usecase import decide_recorded_runs
 
-    if base is not None:  # the gates that decide come from the base: a loosening is refused (gate.score.trust)
+    if req.scorecard_base is not None:  # the gates that decide come from the base: a loosening is refused
         from gate.score.trust import check_scorecard_change
 
-        check_scorecard_change(scorecard_path, base, allow=allow_scorecard_change)
+        check_scorecard_change(req.scorecard, req.scorecard_base, allow=req.allow_scorecard_change)
 
-    decided = decide_recorded_runs(scorecard_path=scorecard_path, db=db, out=out, comparison=comparison,
-                                   baseline_run=baseline_run, candidate_run=candidate_run, aa=aa,
-                                   baseline_only=baseline_only, seed=seed, resamples=resamples, record=record)
-    print_decided(decided, make_console(), quiet=quiet)
+    decided = decide_recorded_runs(scorecard_path=req.scorecard, db=req.db, out=req.out, comparison=req.comparison,
+                                   baseline_run=req.baseline_run, candidate_run=req.candidate_run, aa=req.aa,
+                                   baseline_only=req.baseline_only, seed=req.seed, resamples=req.resamples)
+    print_decided(decided, make_console(), quiet=req.quiet)
     return decided.exit_code

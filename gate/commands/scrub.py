@@ -8,10 +8,12 @@ from gate.contract import load_contract
 from gate.data.scrub import scrub_dataset
 from gate.errors import ExitCode
 from gate.report.console import make_console
+from gate.requests import ScrubRequest
 
 
-def run_scrub_command(*, dataset: str, contract_path: str, out: str) -> int:
-    contract = load_contract(contract_path)
+def run_scrub_command(req: ScrubRequest) -> int:
+    contract = load_contract(req.contract)
+    dataset, out = req.dataset, req.out
     outcome = scrub_dataset(dataset, contract, out)
     console = make_console()
     table = Table(title=f"gate scrub · {dataset} → {out}", title_justify="left")

@@ -8,15 +8,17 @@ from gate.contract import load_contract
 from gate.data.splitter import SplitConfig, split_dataset
 from gate.errors import ExitCode
 from gate.report.console import make_console
+from gate.requests import SplitRequest
 
 
-def run_split_command(*, dataset: str, contract_path: str, out: str, ratios: list[float], names: list[str],
-                      salt: str, drop_ungrouped: bool) -> int:
-    contract = load_contract(contract_path)
-    cfg = SplitConfig(names=tuple(names), ratios=tuple(ratios), salt=salt, drop_ungrouped=drop_ungrouped)
-    outcome = split_dataset(dataset, contract, out, cfg)
+def run_split_command(req: SplitRequest) -> int:
+    contract = load_contract(req.contract)
+    cfg = SplitConfig(names=tuple(req.names), ratios=tuple(req.ratios), salt=req.salt,
+                      drop_ungrouped=req.drop_ungrouped)
+    out, salt = req.out, req.salt
+    outcome = split_dataset(req.dataset, contract, out, cfg)
     console = make_console()
-    if outcome.ungrouped and not drop_ungrouped:
+    if outcome.ungrouped and not req.drop_ungrouped:
         console.print(f"[bold red]FAIL[/] {len(outcome.ungrouped)} row(s) have no '{contract.group_key}'"
                       + (f" nor '{contract.group_fallback_key}'" if contract.group_fallback_key else "")
                       + "; nothing written (use --drop-ungrouped to leave them out):")

@@ -23,7 +23,9 @@ from typing import Any
 
 import orjson
 
-FORMATS = ("ms-swift", "nemo-automodel", "hf")
+from gate.requests import EXPORT_FORMATS
+
+FORMATS = EXPORT_FORMATS  # one list, which the CLI offers
 ROLES = {"system", "user", "assistant", "tool"}
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from gate.requests import TRAIN_RUNNERS as RUNNERS  # one list, which the CLI offers
 from gate.train.runners.base import LaunchPlan, Runner
-
-RUNNERS = ("local", "nemo-automodel", "ms-swift")
 
 
 def get_runner(name: str) -> Runner:
