@@ -14,8 +14,10 @@ Why both:
 
 Toy values are not secrets (Code Alpaca): a value that restates its slot's name (`'mypassword'`,
 `password == 'password'`), carries a slot word (`'your_api_key_here'`) or is a code expression, and in an
-assignment a one-case word with digits under `TOY_BITS` bits (`'qwerty'`, `"admin123"`). Key formats and
-high-entropy tokens are never judged so; a password told in prose ("my password is hunter2") still is one.
+assignment a one-case word with digits under `TOY_BITS` bits (`'qwerty'`, `"admin123"`), and a value typed as
+counting runs (`123412`, `12345-ABCDE`). Key formats are never judged so; a password told in prose ("my password is
+hunter2") still is one. Two high-entropy results are no secret by construction: a "base64" string that mixes the
+standard and the URL-safe alphabets (a model id `owner/name-with-dashes`), and the digest of empty input.
 
 A `SecretHit` is offsets and a kind, never the secret itself.
 """
@@ -109,22 +111,75 @@ _RUNS = ("abcdefghijklmnopqrstuvwxyz", "0123456789", "qwertyuiop", "asdfghjkl", 
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
+#: Leetspeak a restated name hides behind: "P@ssw0rd!" is "password" (the whole value; "Sup3rS3cret" is chosen).
+_LEET = str.maketrans({"@": "a", "4": "a", "0": "o", "1": "i", "3": "e", "$": "s", "5": "s", "7": "t"})
+#: The counting sequences, digits read round (`1234567890`), for `_typed_runs`.
+_SEQS = ("abcdefghijklmnopqrstuvwxyz", "01234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _typed_runs(v: str) -> bool:
+    """True when the value's letters and digits are a few counting or keyboard runs typed one after another:
+    `123123`, `123412`, `12341234`, `12345-ABCDE`, `A1234567B` (a format example), `1234567890`. Each stretch is
+    the longest piece of a sequence that starts there; a drawn value breaks into pieces of one or two characters,
+    a typed one into pieces of three on average or more (a 16-character random key passes this with odds far
+    below one in a million)."""
+    chars = re.sub(r"[^a-z0-9]", "", v.lower())
+    if len(chars) < 6:
+        return False
+    pieces, i = 0, 0
+    while i < len(chars):
+        longest = max(_longest_run(chars, i, seq) for seq in _SEQS)
+        i += max(1, longest)
+        pieces += 1
+    return pieces * 3 <= len(chars)
+
+
+def _longest_run(chars: str, i: int, seq: str) -> int:
+    j = seq.find(chars[i])
+    if j < 0:
+        return 0
+    n = 1
+    while i + n < len(chars) and j + n < len(seq) and chars[i + n] == seq[j + n]:
+        n += 1
+    return n
+
+
 def _is_toy(value: str) -> bool:
     """True for a value that names or marks its slot: it restates a secret's name ("mypassword", "myPass",
-    "your_secret_key", "password123"), or has a slot word ("your_api_key_here", "sample-token"), or is a code
-    expression rather than a literal ("login()", "os.getenv(...)"), or is only keyboard and counting runs
-    ("abcdef123"). Real keys and chosen passwords have none of
-    these; toy values in tutorials and code answers have them all the time (Code Alpaca)."""
+    "your_secret_key", "password123", "P@ssw0rd!"), or has a slot word ("your_api_key_here", "sample-token"), or
+    is a code expression rather than a literal ("login()", "os.getenv(...)"), or is only keyboard and counting
+    runs ("abcdef123", "123412", "12345-ABCDE"). Real keys and chosen passwords have none of
+    these; toy values in tutorials, code answers and function-call examples have them all the time (Code Alpaca,
+    BFCL)."""
     v = value.strip("\"'`.,;:")
     if "(" in v or v.endswith(")"):
         return True
     folded = re.sub(r"[^a-z0-9]", "", v.lower())
-    if _SECRET_NAMES.search(folded):
+    if _SECRET_NAMES.search(folded) or _SECRET_NAMES.fullmatch(re.sub(r"[^a-z]", "", v.lower().translate(_LEET))):
         return True
     runs = re.findall(r"[a-z]+|\d+", v.lower())
     if v.isalnum() and runs and all(len(r) >= 3 and any(r in seq for seq in _RUNS) for r in runs):
         return True  # "abcdef123", "qwerty"
+    if _typed_runs(v):
+        return True
     return any(w.lower() in _SLOT_WORDS for w in _WORDS.findall(v))
+
+
+def _not_one_base64(value: str) -> bool:
+    """True for a string that mixes the two base64 alphabets: `/` or `+` (standard) with `-` or `_` (URL-safe).
+    One encoding uses one alphabet, so such a string is no encoded key; it is a path or an id such as a Hugging
+    Face model `laion/CLIP-convnext_base_w-laion2B-s13B-b82K`, which detect-secrets' base64 charset (both
+    alphabets at once) reads as high entropy."""
+    return bool(re.search(r"[/+]", value)) and bool(re.search(r"[-_]", value))
+
+
+@functools.lru_cache(maxsize=1)
+def _empty_digests() -> frozenset[str]:
+    """The digests of empty input (MD5, SHA-1, SHA-2): constants printed in docs and tests, not secrets."""
+    import hashlib
+
+    return frozenset(getattr(hashlib, n)(b"").hexdigest() for n in ("md5", "sha1", "sha224", "sha256", "sha384",
+                                                                     "sha512"))
 
 
 #: Below this many bits (characters x Shannon entropy per character), a word-and-digits value is a toy one:
@@ -146,6 +201,12 @@ def _low_entropy_word(value: str) -> bool:
     return bits < TOY_BITS
 
 
+def _example_key(v: str) -> bool:
+    """A value given for an API key that no key service draws: a short number (`1231289312`) or a word and a
+    number (`gorilla-123`). Said of keys only: `sunshine2024` is a realistic password."""
+    return (v.isdigit() and len(v) < 16) or bool(re.fullmatch(r"[A-Za-z]+[-_.]?\d{1,6}", v))
+
+
 def _is_placeholder(value: str, kind: str) -> bool:
     """True for values that only look like an assignment target: templates, env lookups, prose words, toy values
     that restate or mark their slot (`_is_toy`)."""
@@ -158,7 +219,11 @@ def _is_placeholder(value: str, kind: str) -> bool:
         # "my password is incorrect": prose. Keep only values that look chosen: a digit, a symbol, or mixed case.
         return v.isalpha() and (v.islower() or v.isupper() or v.istitle())
     if kind == "api_key_assignment":
-        # "token: expired yesterday" / "secret: santa": a key value has a digit or is long and mixed.
+        # "token: expired yesterday" / "secret: santa": a key value has a digit or is long and mixed. Keys are
+        # drawn from letters and digits: a short number (`1231289312`) or a word and a number (`gorilla-123`) is
+        # an example value, not a key
+        if _example_key(v):
+            return True
         return not (any(c.isdigit() for c in v) or (len(v) >= 16 and not v.isalpha()))
     return False
 
@@ -229,6 +294,14 @@ def _ds_filtered(secret: str, line: str, plugin: Any) -> bool:
         return True
     if _is_toy(secret):
         return True  # `password == 'password'`, `API_KEY = "YOUR_API_KEY"`, `'abcdef123'`: a slot, not a secret
+    kind = type(plugin).__name__
+    if kind == "Base64HighEntropyString" and _not_one_base64(secret):
+        return True
+    if secret.lower() in _empty_digests():
+        return True
+    if kind == "KeywordDetector" and _example_key(secret) and re.search(
+            r"(?i)\b(?:" + _KEY_NAME + r")\b" + _ASSIGN + re.escape(secret), line):
+        return True  # `api_key="gorilla-123"`, as the own api_key_assignment pattern judges it
     if type(plugin).__name__ == "KeywordDetector" and heuristic.is_indirect_reference(line):
         return True
     if type(plugin).__name__ == "KeywordDetector" and _low_entropy_word(secret):
