@@ -157,7 +157,8 @@ def test_contamination_semantic_finds_a_reworded_test_item(tmp_path):
     on = load_contract(tmp_path / "c.yaml")
     (res,) = run_checks(str(tmp_path / "ds"), on, checks=["contamination"], progress=False).results
     assert [(f.split, f.row) for f in res.findings] == [("train", 11)]
-    assert "split:test#tri-000900 (reworded copy, cosine 0.9" in res.findings[0].message
+    assert "split:test#tri-000900 (in the prompt: reworded copy of its prompt in messages[1], cosine 0.9" in \
+        res.findings[0].message and ">= 0.92 (all-MiniLM-L6-v2)" in res.findings[0].message
     off = load_contract(CONTRACTS / "triage.yaml")
     (res,) = run_checks(str(tmp_path / "ds"), off, checks=["contamination"], progress=False).results
     assert res.findings == []  # without the option, a rewording is not contamination
@@ -212,3 +213,36 @@ def test_scrub_drops_reworded_cross_split_copies_when_leakage_semantic_is_on(tmp
     assert PARAPHRASES[0] not in kept and len(kept) == 4
     off = scrub_dataset(str(tmp_path / "ds"), load_contract(CONTRACTS / "triage.yaml"), str(tmp_path / "out2"))
     assert off.dropped["leakage.semantic"] == 0 and off.rows_out == 6  # without the option a rewording stays
+
+
+# a word problem and a reworded copy of its question with a worked answer (written here in GSM8K's shape)
+_ITEM_Q = ("A baker makes 36 muffins in the morning and half as many in the afternoon. How many muffins does the "
+           "baker make in total?")
+_COPY_Q = ("A baker bakes 36 muffins in the morning and half as many muffins in the afternoon. How many muffins does "
+           "the baker bake altogether?")
+_WORKED = ("Let's work it out step by step. First we need the afternoon amount: half of 36 is 36 / 2 = 18. Then we "
+           "add the morning and the afternoon amounts: 36 + 18 = 54. We can check it: 54 - 36 = 18, which is half of "
+           "36, so the numbers agree. Therefore the final total for the day is 54, and nothing else is needed. The "
+           "answer is 54.")
+
+
+@needs_model
+def test_contamination_semantic_compares_the_question_not_the_whole_row(tmp_path):
+    """Issue 32 item 3: the whole training row (question plus worked answer) against the whole item (question plus
+    "54") is below the threshold (about 0.90) although the question is a rewording of the item's (about 0.95): whole
+    rows missed 29 of 50 verbatim GSM8K copies. Compared per message, the finding names the message, the threshold
+    and the model; the worked answer alone is never compared."""
+    rows = _rows(DISTINCT[1:6])
+    rows.append({**triage_row(99), "messages": [{"role": "user", "content": _COPY_Q},
+                                                {"role": "assistant", "content": _WORKED}]})
+    write_jsonl(tmp_path / "ds" / "train.jsonl", rows)
+    write_jsonl(tmp_path / "evals.jsonl", [{"id": "bake-1", "question": _ITEM_Q, "answer": "54"}])
+    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
+    raw["checks"], raw["evaluation_sets"] = {"contamination": {"semantic": True}}, [str(tmp_path / "evals.jsonl")]
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    (res,) = run_checks(str(tmp_path / "ds"), load_contract(tmp_path / "c.yaml"), checks=["contamination"],
+                        progress=False).results
+    assert [(f.row, f.row_id, f.partner_id) for f in res.findings] == [(6, "tri-000099", "evals.jsonl#bake-1")]
+    message = res.findings[0].message
+    assert "in the prompt: reworded copy of its prompt in messages[0], cosine 0.9" in message, message
+    assert ">= 0.92 (all-MiniLM-L6-v2)" in message and 0.92 <= res.findings[0].score < 1.0
