@@ -116,3 +116,51 @@ def test_the_same_question_under_another_system_prompt_is_another_input(tmp_path
     assert res.findings == [] and res.counts["pairs_compared"] == 1
     two["messages"][0]["content"] = one["messages"][0]["content"]
     assert [f.row for f in _run(tmp_path, [one, two], triage_contract).findings] == [2]
+
+
+def _text_rows(pairs):
+    return [{"id": f"r{i}", "messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}
+            for i, (q, a) in enumerate(pairs)]
+
+
+def _text_contract(tmp_path):
+    from gate.contract import load_contract
+
+    (tmp_path / "c.yaml").write_text(json.dumps({"name": "text", "version": "1",
+                                                 "messages": {"roles": ["user", "assistant"]}}))
+    return load_contract(tmp_path / "c.yaml")
+
+
+def test_real_data_false_conflicts_and_missed_ones(tmp_path):
+    """Issue 29's real-data bench (bench/results/real_data.md), in strings written here in the shapes it found:
+    - false: the same question answered by two paraphrases (word 2-gram Jaccard 0.35: FastChat's identity rows, 21
+      pairs), and near prompts that ask different things (another number, operator or identifier in the code);
+    - missed: the same word problem answered with two numbers ("The answer is 709." / "The answer is 208.": 2-gram
+      Jaccard 0.5, so "agreeing"), and "approved" / "not approved"."""
+    q = "Who made you and what is your name?"
+    rows = _text_rows([
+        (q, "I'm a language model called Vega, and I was trained by researchers of the Orbit Lab."),
+        (q, "My name is Vega, and I'm a language model developed by the Orbit Lab researchers."),
+        ("james has 1222 balloons and amy has 513. how many more does james have?", "The answer is 709."),
+        ("James has 1222 balloons and Amy has 513. How many more does James have?", "The answer is 208."),
+        ("Was my refund for order 5521 approved?", "Yes, the refund for order 5521 was approved yesterday."),
+        ("Was my refund for order 5521 approved?", "No, the refund for order 5521 was not approved yesterday."),
+        ("Ann runs 3 laps per minute. How many minutes for 10 laps?", "The answer is 3.333."),
+        ("Ann runs 3 laps per minute. How many minutes for 10 laps?", "The answer is 3.33333."),
+        ("Fix the bug in this method:\n\npublic int size ( ) { return ( data . size ( ) ) + 1 ; }",
+         "public int size ( ) { return data . size ( ) ; }"),
+        ("Fix the bug in this method:\n\npublic int size ( ) { return data . size ( ) ; }",
+         "public int size ( ) { return data == null ? 0 : data . size ( ) ; }"),
+        ("Translate to C#:\n\npublic String join() {return Utils.join(parts.iterator(), \"||\");}",
+         "public override string Join(){return Utils.Join(\"||\", parts);}"),
+        ("Translate to C#:\n\npublic String join() {return Utils.join(parts.iterator(), \"&&\");}",
+         "public override string Join(){return Utils.Join(\"&&\", parts);}"),
+        ("Write a C++ function that returns the factorial of a given number.\n5",
+         "int f(int n) { return n <= 1 ? 1 : n * f(n - 1); }"),
+        ("Implement a C++ function that returns the factorial of a given number.\n5",
+         "#include <string>\nstd::string greet() { return \"hello\"; }"),
+    ])
+    res = _run(tmp_path, rows, _text_contract(tmp_path))
+    found = sorted((f.row_id, f.partner_id) for f in res.findings)
+    assert found == [("r13", "r12"), ("r3", "r2"), ("r5", "r4")], found
+    assert res.counts["different_requests"] == 2

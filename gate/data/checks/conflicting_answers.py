@@ -11,11 +11,18 @@ disagree depends on what they are:
 - `conflicting_answers.tool_call`: the assistant calls another function, another number of functions, or the same
   function with another argument value after the tool scorer's normalisation (gate.score.scorers.tools);
 - `conflicting_answers.text`: free-text answers whose own similarity (word 2-gram Jaccard) is below
-  `answer_threshold`.
+  `answer_threshold`, and, when both are prose (not code), whose content words (less stop words) are too: a
+  paraphrase of the same answer keeps its words and changes its word pairs. Answers that state other numbers, or
+  of which one negates, disagree however many words they share.
 
 Templated rows are not conflicts: when the prompts differ (not a copy) and every differing answer value is
 explained by the words the prompts differ in (a slot value: order ORD-1 in one prompt, ORD-2 in the other, and
-the call's `order_id` follows), the pair is counted as templated and not reported. A finding sits on the later
+the call's `order_id` follows), the pair is counted as templated and not reported. Free-text answers (code, prose)
+follow their request to the symbol, so for them near prompts must be one request (`same_request`): another number,
+identifier or code operator in one prompt is another question, whose other answer is no conflict; a reworded
+instruction ("Write" / "Implement") is the same one. Tool calls and structured fields are decisions a slot value
+cannot change unless the answer carries it (the templated rule above).
+A finding sits on the later
 row of a pair, cites the other (`partner_row`, `partner_id`), the prompt Jaccard (`score`) and the prompt cluster,
 and names every differing field with both values, masked like every snippet. No default scrub action: which answer
 is right is a reviewer's call (a correction with its reason, `gate apply`), not a drop.
@@ -24,10 +31,12 @@ is right is a reviewer's call (a correction with its reason, `gate apply`), not 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gate.contract import Contract
@@ -112,7 +121,7 @@ def _call_text(call: tuple[str, tuple[tuple[str, Any], ...]] | None) -> str:
 def differences(a: Answer, b: Answer, arg_mode: str, answer_threshold: float) -> tuple[str, list[Difference]]:
     """(rule, how `a` and `b` disagree); no differences when they agree. Tool calls decide when either row calls a
     tool (the final text then depends on tool results, which are not the prompt); else structured fields when both
-    answers are JSON objects; else the text, whose word 2-gram Jaccard must reach `answer_threshold`."""
+    answers are JSON objects; else the text (`answers_agree`)."""
     from gate.score.scorers.tools import normalize_value, tool_key
 
     if a.calls is not None or b.calls is not None:
@@ -135,8 +144,7 @@ def differences(a: Answer, b: Answer, arg_mode: str, answer_threshold: float) ->
         diffs = [Difference(k, fa.get(k, _MISSING), fb.get(k, _MISSING)) for k in sorted(set(fa) | set(fb))
                  if normalize_value(fa.get(k, _MISSING), "basic") != normalize_value(fb.get(k, _MISSING), "basic")]
         return "conflicting_answers.field", diffs
-    sim = answer_similarity(a.text, b.text)
-    if sim >= answer_threshold:
+    if answers_agree(a.text, b.text, answer_threshold):
         return "conflicting_answers.text", []
     return "conflicting_answers.text", [Difference("content", a.text, b.text)]
 
@@ -157,6 +165,96 @@ def answer_similarity(a: str, b: str) -> float:
     sb = {tuple(tb[i:i + 2]) for i in range(max(len(tb) - 1, 1))} if tb else set()
     union = sa | sb
     return len(sa & sb) / len(union) if union else 1.0
+
+
+#: Marks of code that prose rarely has (braces, semicolons, `=`, comparisons, brackets, a call `name(`): an answer
+#: with more than `CODE_SHARE` of its characters such marks is code. A parenthesis after a space is prose's own.
+_CODE_MARK = re.compile(r"[{};=<>\[\]]|\w\(")
+CODE_SHARE = 0.02
+
+
+def is_prose(text: str) -> bool:
+    """Prose, not code: at most 2% of the characters are code marks (`_CODE_MARK`)."""
+    return len(_CODE_MARK.findall(text)) <= CODE_SHARE * max(len(text), 1)
+
+
+@functools.lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, read from its `stop_words.py` without importing spaCy (1.5 s of imports for a
+    list of words): the module's one string literal, split, as the module itself does (its contractions are tokens
+    `tokens` never yields). Parsed, never executed."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("spacy")
+    if spec is None or spec.origin is None:
+        from gate.errors import GateError
+
+        raise GateError("conflicting_answers needs spaCy's English stop words: pip install spacy")
+    path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
+    literals = [n.value for n in ast.walk(ast.parse(path.read_text("utf-8")))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) > 1000]
+    return frozenset(literals[0].split()) if literals else frozenset()
+
+
+def content_similarity(a: str, b: str) -> float:
+    """Jaccard of the two answers' content words (normalised words less spaCy's English stop words)."""
+    stop = _stop_words()
+    wa = {w for w in tokens(a) if w not in stop}
+    wb = {w for w in tokens(b) if w not in stop}
+    union = wa | wb
+    return len(wa & wb) / len(union) if union else 1.0
+
+
+def answers_agree(a: str, b: str, threshold: float) -> bool:
+    """Two free-text answers agree when they state the same numbers and the same polarity (`_facts`) and their word
+    2-grams reach `threshold`, or, both being prose, their content words do.
+
+    Why two measures: a paraphrase reorders words, so its word pairs change while its words stay ("My name
+    is Vicuna, a model by LMSYS" / "I'm a language model called Vicuna, trained by LMSYS": 2-gram Jaccard 0.35,
+    content words 0.62; 5 of 10 false findings in 40 sampled on the real-data bench); in code the order and the
+    symbols are the meaning (`Add(string text)` / `Add(ICharSequence text)` share most words and disagree)."""
+    (na, nega), (nb, negb) = _facts(a), _facts(b)
+    if nega != negb or not (_numbers_within(na, nb) and _numbers_within(nb, na)):
+        return False  # another number, or one negates: however many words they share
+    if answer_similarity(a, b) >= threshold:
+        return True
+    return is_prose(a) and is_prose(b) and content_similarity(a, b) >= threshold
+
+
+def _same_number(x: str, y: str) -> bool:
+    """Equal numbers, or two decimals of which one is the other rounded or cut to fewer places (3.333 / 3.33333)."""
+    from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
+
+    try:
+        dx, dy = Decimal(x), Decimal(y)
+    except InvalidOperation:
+        return x == y
+    if dx == dy:
+        return True
+    places = min(-dx.as_tuple().exponent, -dy.as_tuple().exponent)  # type: ignore[operator]
+    if places < 1:
+        return False
+    q = Decimal(1).scaleb(-places)
+    return any(dx.quantize(q, rounding=r) == dy.quantize(q, rounding=r) for r in (ROUND_HALF_UP, ROUND_DOWN))
+
+
+def _numbers_within(xs: frozenset[str], ys: frozenset[str]) -> bool:
+    return all(any(_same_number(x, y) for y in ys) for x in xs)
+
+
+_NEGATION = frozenset({"not", "no", "never", "cannot", "none", "nothing", "neither", "nor", "without"})
+
+
+def _facts(text: str) -> tuple[frozenset[str], bool]:
+    """What a paraphrase must keep and stop words hide: the numbers, and whether the answer negates ("not" and "no"
+    are stop words: "the refund was approved" / "was not approved" share every content word)."""
+    words = tokens(text)
+    negated = bool(words & _NEGATION) or "n't" in text.lower() or "n’t" in text.lower()
+    return frozenset(_NUMBER.findall(text)), negated
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\w)")
 
 
 def tokens(value: Any) -> set[str]:
@@ -186,6 +284,29 @@ def explained_by_slots(prompt_a: str, prompt_b: str, diffs: list[Difference], ru
         if not (ours or theirs):
             return False
     return True
+
+
+#: Words, numbers and the operators code reads: `!`, `||`, `+ 1` change what a line of code asks.
+_REQUEST_TOKEN = re.compile(r"\w+|[!=<>]=?|&&|\|\||[-+*/%^&|~]")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
+def _code_token(token: str) -> bool:
+    """A number, an operator or an identifier (`INT_1`, `writeDouble`, `la1tokens`): a token whose change changes
+    what a request asks, where a changed English word ("Write" / "Implement") mostly does not."""
+    return (not token.isalpha() and not token.replace("_", "").isalpha()) or "_" in token \
+        or bool(_CAMEL.search(token))
+
+
+def same_request(prompt_a: str, prompt_b: str) -> bool:
+    """Whether two near prompts ask the same thing: neither has a number, operator or identifier the other lacks
+    (compared case-folded). "Write a C++ function ..." / "Implement a C++ function ..." is one request; `return ;` /
+    `return INT_1 ;`, `"||"` / `"&&"`, `new boolean[33]` / `[34]` are two, whose different answers are no conflict:
+    on the real-data bench 11 of 40 sampled findings were such pairs, and every true one had the same prompt."""
+    ta = {t.lower(): t for t in _REQUEST_TOKEN.findall(prompt_a)}
+    tb = {t.lower(): t for t in _REQUEST_TOKEN.findall(prompt_b)}
+    return not any(_code_token(ta[t]) for t in ta.keys() - tb.keys()) and \
+        not any(_code_token(tb[t]) for t in tb.keys() - ta.keys())
 
 
 def _prompt(system: str, user: str) -> str:
@@ -338,6 +459,10 @@ class ConflictingAnswersCheck(Check):
                                                                         rule):
                     self.counts["templated_pairs"] += 1
                     continue
+                if rule == "conflicting_answers.text" and not exact and not same_request(self._prompt_of(a),
+                                                                                         self._prompt_of(b)):
+                    self.counts["different_requests"] += 1
+                    continue
                 reported.add((a, b))
                 self.counts["conflicting_pairs"] += 1
                 self.findings.append(self._finding(a, b, kept, len(members), rule, diffs, jac))
@@ -387,11 +512,13 @@ class ConflictingAnswersCheck(Check):
         return {"prompt_roles": list(PROMPT_ROLES), "prompt_threshold": self._config.threshold,
                 "answer_threshold": self._answer_threshold, "argument_normalization": self._arg_mode,
                 "templated_pairs_left_out": self.counts.get("templated_pairs", 0),
+                "different_requests_left_out": self.counts.get("different_requests", 0),
                 "pairs": self._pairs[:200]}
 
     def result(self) -> CheckResult:
         res = super().result()
         res.summary = (f"{self.counts.get('conflicting_pairs', 0)} prompt pair(s) with conflicting answers "
                        f"(prompt Jaccard >= {self._config.threshold:g}; "
-                       f"{self.counts.get('templated_pairs', 0)} templated pair(s) left out)")
+                       f"{self.counts.get('templated_pairs', 0)} templated pair(s) and "
+                       f"{self.counts.get('different_requests', 0)} pair(s) asking different things left out)")
         return res
