@@ -206,7 +206,8 @@ class ContaminationCheck(_ClusterCheck):
                          "Splits whose rows are checked against the evaluation items."},
         # reworded items: cosine of all-MiniLM-L6-v2 embeddings >= checks.semantic_duplicate.threshold (gate.embed)
         "semantic": {"type": "boolean", "description":
-                     "Also report reworded items: cosine of all-MiniLM-L6-v2 embeddings at or above "
+                     "Also report reworded items: each prompt message of a training row (user, system, tool turns, "
+                     "one by one) against each item's question, cosine of all-MiniLM-L6-v2 embeddings at or above "
                      "`checks.semantic_duplicate.threshold` (needs the model wheel)."},
         "common_ngram_rows": {"type": "integer", "minimum": 1, "description": (
             "An n-gram in more training rows than this (or than `common_ngram_share` of them, whichever is more) "
