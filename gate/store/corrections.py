@@ -1,6 +1,10 @@
 """The record of `gate apply`: one row per applied correction in `corrections`, so a release's data provenance and
 the dashboard can say how many rows were corrected and by which rule (the SQL of corrections lives here).
-`input_fingerprint` / `output_fingerprint` are the datasets' `gate check` fingerprints (gate.data.corrections)."""
+`input_fingerprint` / `output_fingerprint` are the datasets' `gate check` fingerprints (gate.data.corrections).
+
+The record is shared (the dashboard, the service), so it holds masked snippets of the old and new values and of a
+free-text reason, never the values: a correction of an answer that names a customer would otherwise put the name in
+the database. The values themselves stay in corrections.jsonl and the output's MANIFEST.json, beside the data."""
 
 from __future__ import annotations
 
@@ -33,11 +37,23 @@ def record_apply(manifest: dict[str, Any], out: str, path: str | None = None) ->
                  "input_fingerprint": manifest["input_fingerprint"],
                  "output_fingerprint": manifest["output_fingerprint"],
                  "corrections_sha256": manifest["corrections_sha256"], "row_id": c["id"], "split": c["split"],
-                 "row": c["row"], "field": c["field"], "old": json.dumps(c["old"]), "new": json.dumps(c["new"]),
-                 "reason": c["reason"], "rule": c["rule"], "reviewer": c["reviewer"], "decided_at": c["time"]}
+                 "row": c["row"], "field": c["field"], "old": json.dumps(_masked(c["old"])),
+                 "new": json.dumps(_masked(c["new"])), "reason": c["reason"] if c["rule"] else _masked(c["reason"]),
+                 "rule": c["rule"], "reviewer": c["reviewer"], "decided_at": c["time"]}
                 for c in manifest["applied"]]
         _insert_arrow(con, "corrections", rows, COLUMNS)
         return len(rows)
+
+
+def _masked(value: Any) -> Any:
+    """A value as the record may hold it: numbers, booleans and null as they are; text and structures as a masked
+    snippet (gate.pii.redact.value_snippet, free text with every word reduced to its initial)."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    from gate.pii.redact import value_snippet
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return value_snippet(text, 80, words=len(text.split()) > 2)
 
 
 def corrections_by_rule(path: str | None = None) -> list[tuple[str | None, int, int]]:

@@ -159,3 +159,25 @@ def test_the_release_page_shows_how_many_rows_of_its_data_were_corrected_by_rule
                   "output_fingerprint": "fp-triage-1", "corrections_sha256": "c", "applied": applied}, "out", db)
     page = pages.release(db, info["releases"][0])
     assert "<td>outage-escalates</td><td class=\"num\">2</td>" in page and "<td>free text</td>" in page
+
+
+def test_the_record_holds_masked_values_never_the_personal_data_a_correction_carries(tmp_path):
+    """The record is shared (dashboard, service): a correction of a user turn that names a customer and her e-mail
+    put both, raw, in DuckDB's `corrections.old`/`new` (and a free-text reason that names her too)."""
+    import duckdb
+
+    data = _data(tmp_path)
+    old = json.loads((data / "train.jsonl").read_text().splitlines()[1])["messages"][1]["content"]
+    new = "Hi, this is Ingrid Wexford-Lamb, reach me at ingrid.wexford@gmail.com about the double charge"
+    corr = write_jsonl(tmp_path / "c.jsonl", [_fix(field="messages[1].content", old=old, new=new,
+                                                   reason="Ingrid Wexford-Lamb asked for her contact to be kept")])
+    db = str(tmp_path / "g.duckdb")
+    code, text = gate_inprocess("apply", str(data), str(corr), "-o", str(tmp_path / "out"), "--db", db)
+    assert code == 0, text
+    with duckdb.connect(db, read_only=True) as con:
+        (row,) = con.execute("SELECT old, new, reason, field, row_id FROM corrections").fetchall()
+    stored = " ".join(str(v) for v in row)
+    for secret in ("Ingrid", "Wexford", "ingrid.wexford@gmail.com", "gmail"):
+        assert secret not in stored, stored
+    assert row[3] == "messages[1].content" and row[4] == "tri-000002"
+    assert json.loads((tmp_path / "out" / "train.jsonl").read_text().splitlines()[1])["messages"][1]["content"] == new
