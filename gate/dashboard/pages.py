@@ -218,6 +218,15 @@ def checks(db: str, **ctx: Any) -> str:
     return _render("checks.html", title="Dataset checks", runs=runs, **ctx)
 
 
+def corrections(db: str, **ctx: Any) -> str:
+    """Reviewed corrections by rule (`gate apply`), so evaluators read the rules the data was corrected by."""
+    from gate.store.corrections import corrections_view
+
+    with _record(db) as con:
+        view = corrections_view(con)
+    return _render("corrections.html", title="Corrections", **view, **ctx)
+
+
 def _identifiers(run: dict[str, Any]) -> Any:
     """A pattern of gate's own names in a run (its checks, rules, and rules without their check's prefix): they
     are no personal data, and the loose masker took "base64_high_entropy_string" for a token ("base*** 6")."""

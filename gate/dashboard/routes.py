@@ -175,6 +175,11 @@ async def checks(request: Request) -> Response:
     return await _page(request, ("checks",), lambda db, **ctx: pages.checks(db, **ctx))
 
 
+@router.get("/corrections", name="dashboard_corrections", response_class=HTMLResponse)
+async def corrections(request: Request) -> Response:
+    return await _page(request, ("corrections",), lambda db, **ctx: pages.corrections(db, **ctx))
+
+
 @router.get("/checks/{run_id}", name="dashboard_check_run", response_class=HTMLResponse)
 async def check_run(request: Request, run_id: str, check: str | None = None, rule: str | None = None,
                     split: str | None = None, severity: str | None = None, offset: int = 0) -> Response:

@@ -83,3 +83,25 @@ def corrections_in(con: Any, fingerprints: list[str]) -> dict[str, int]:
         f"SELECT coalesce(rule, 'free text'), count(DISTINCT row_id) FROM corrections "
         f"WHERE output_fingerprint IN ({marks}) GROUP BY 1 ORDER BY 1", list(fingerprints)).fetchall()
     return {str(r): int(n) for r, n in rows}
+
+
+def corrections_view(con: Any | None) -> dict[str, list[dict[str, Any]]]:
+    """The dashboard's corrections page: per rule (free-text reasons under `free text`, with their masked reasons),
+    how many corrections, rows, reviewers and applies; and the newest applies. Empty without a record or table."""
+    from gate.store.views import _iso, _rows, tables
+
+    if "corrections" not in tables(con):
+        return {"rules": [], "applies": [], "reasons": []}
+    assert con is not None
+    rules = _rows(con.execute(
+        "SELECT coalesce(rule, 'free text') AS rule, count(*) AS corrections, count(DISTINCT row_id) AS rows, "
+        "count(DISTINCT reviewer) AS reviewers, count(DISTINCT apply_id) AS applies, "
+        f"{_iso('max(applied_at)')} AS last_applied FROM corrections GROUP BY 1 ORDER BY 2 DESC, 1"))
+    reasons = _rows(con.execute(
+        "SELECT reason, count(*) AS corrections FROM corrections WHERE rule IS NULL GROUP BY 1 ORDER BY 2 DESC, 1 "
+        "LIMIT 50"))
+    applies = _rows(con.execute(
+        f"SELECT apply_id, {_iso('min(applied_at)')} AS applied_at, any_value(dataset) AS dataset, "
+        "any_value(output) AS output, count(*) AS corrections, count(DISTINCT row_id) AS rows FROM corrections "
+        "GROUP BY apply_id ORDER BY min(applied_at) DESC LIMIT 100"))
+    return {"rules": rules, "applies": applies, "reasons": reasons}

@@ -28,11 +28,29 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dash")
     db = str(tmp / "gate.duckdb")
     info = seed_small(db)
+    _seed_corrections(db)
     tokens = {name: create_token(db, name, "viewer") for name in ("alice", "bob")}
     with dashboard(db, tmp / "server.log") as url:
         yield {"url": url, "db": db, "tokens": tokens, **info}
     output = (tmp / "server.log").read_text(encoding="utf-8")
     assert not any(t in output or t.split("_", 2)[2] in output for t in tokens.values()), "a token in the server log"
+
+
+def _seed_corrections(db: str) -> None:
+    """Two applies through the real writer: two corrections by a contract rule, one with a free-text reason that
+    names a customer (the page must show it masked)."""
+    from gate.store.corrections import record_apply
+
+    def fix(rid: str, reason: str, rule: str | None, reviewer: str) -> dict:
+        return {"id": rid, "split": "train", "row": 1, "field": "answer.severity", "old": "medium", "new": "high",
+                "reason": reason, "rule": rule, "reviewer": reviewer, "time": "2026-12-05T04:00:00Z"}
+
+    for key, applied in (("apply-1", [fix("tri-000001", "rule:outage-escalates", "outage-escalates", "ana"),
+                                      fix("tri-000002", "rule:outage-escalates", "outage-escalates", "bo")]),
+                         ("apply-2", [fix("tri-000003", f"reach {PLANTED['email']} or {PLANTED['phone']} first",
+                                          None, "bo")])):
+        record_apply({"key": key, "dataset": "data/triage", "input_fingerprint": "in", "output_fingerprint": "out",
+                      "corrections_sha256": key, "applied": applied}, f"out/{key}", db)
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +181,18 @@ def test_checks_list_and_unknown_release(page, server):
     assert resp.status == 404
     assert "no release 'no-such-release'" in page.content()
     _no_planted_pii(page)
+
+
+def test_corrections_page_lists_rules_and_masks_reasons(page, server):
+    page.goto(server["url"] + "/corrections")
+    rows = page.locator("#corrections-by-rule tbody tr")
+    assert rows.count() == 2
+    assert rows.nth(0).inner_text().split("\t")[:3] == ["outage-escalates", "2", "2"]
+    assert page.locator("#corrections-applies tbody tr").count() == 2
+    assert page.locator("#free-text-reasons tbody tr").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "dashboard-corrections.png"), full_page=True)
+    _no_planted_pii(page)
+    _only_local(page, server)
 
 
 def test_static_report_draws_offline_from_its_own_folder(page, server, tmp_path):

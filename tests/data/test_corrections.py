@@ -4,6 +4,7 @@ gone after its correction."""
 
 import hashlib
 import json
+import re
 
 import pytest
 import yaml
@@ -181,3 +182,34 @@ def test_the_record_holds_masked_values_never_the_personal_data_a_correction_car
         assert secret not in stored, stored
     assert row[3] == "messages[1].content" and row[4] == "tri-000002"
     assert json.loads((tmp_path / "out" / "train.jsonl").read_text().splitlines()[1])["messages"][1]["content"] == new
+
+
+def test_the_dashboard_lists_corrections_by_rule_with_masked_reasons(tmp_path):
+    """Issue 34 part 3: "the dashboard lists corrections by rule, so evaluators read the same rules"."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.app import create_dashboard_app
+    from gate.service.auth import create_token
+
+    data, contract = _data(tmp_path), _contract(tmp_path)
+    db = str(tmp_path / "g.duckdb")
+    corr = write_jsonl(tmp_path / "c.jsonl", [
+        _fix(), _fix("tri-000003", reviewer="bo"),
+        _fix("tri-000001", reason="Ingrid Wexford-Lamb says outages escalate", reviewer="bo")])
+    code, text = gate_inprocess("apply", str(data), str(corr), "-o", str(tmp_path / "out"), "-c", str(contract),
+                                "--db", db)
+    assert code == 0, text
+    token = create_token(db, "viewer-1", "viewer")
+    client = TestClient(create_dashboard_app(db), headers={"Authorization": f"Bearer {token}"})
+    html = client.get("/corrections").text
+    by_rule = html.split('id="corrections-by-rule"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><td>(.*?)</td><td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>"
+                      r"\s*<td class=\"num\">(\d+)</td>", by_rule)
+    assert rows == [("outage-escalates", "2", "2", "2"), ("free text", "1", "1", "1")], by_rule
+    assert "Wexford" not in html and "Ingrid" not in html and 'id="free-text-reasons"' in html
+    assert '<a href="/corrections">Corrections</a>' in client.get("/checks").text
+    empty = str(tmp_path / "empty.duckdb")
+    token = create_token(empty, "viewer-2", "viewer")
+    page = TestClient(create_dashboard_app(empty), headers={"Authorization": f"Bearer {token}"}).get("/corrections")
+    assert page.status_code == 200 and "no corrections recorded yet" in page.text
