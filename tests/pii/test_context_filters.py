@@ -38,6 +38,19 @@ def test_a_place_is_personal_only_where_it_locates_a_person(ner_cfg: PiiConfig) 
     assert {"Berlin", "Rome"} <= set(found[6]) and "Leeds" in found[7], found
 
 
+def test_the_city_of_a_search_request_does_not_locate_the_writer(ner_cfg: PiiConfig) -> None:
+    """Real-data bench (BFCL): "Find me attractions in New York" counted as locating the writer ("me" plus "in");
+    New York 86, Los Angeles 56, San Francisco 44 findings. The writer as the one a search is for says what they
+    ask, not where they are; the writer placed in the clause still is located."""
+    texts = ["Find me attractions in New York that are free and good for kids.",
+             "Show us hotels in San Francisco under 200 dollars a night.",
+             "Can you find me a taxi? I am in Boston right now.",
+             "Find me a dentist near my home in Chicago."]
+    found = _found(texts, ner_cfg, "LOCATION")
+    assert found[:2] == [[], []], found
+    assert found[2] == ["Boston"] and found[3] == ["Chicago"], found
+
+
 def test_arithmetic_is_not_a_phone_number(pattern_cfg: PiiConfig) -> None:
     """GSM8K's `60000 - 10800 = 49200` and its `<<60000-10800=49200>>` calculator notes were phone numbers."""
     texts = ["So he keeps 60000 - 10800 = 49200 dollars.", "He has <<60000-10800=49200>>49200 left.",
