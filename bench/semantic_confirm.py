@@ -58,7 +58,7 @@ def coverage(a: str, b: str, stop: frozenset[str]) -> float:
 
 
 def main() -> None:
-    from gate.data.checks.conflicting_answers import _stop_words
+    from gate.data.text import english_stop_words
     from gate.embed.encoder import Encoder
     from gate.embed.model import ensure_model
 
@@ -69,7 +69,7 @@ def main() -> None:
     emb = Encoder(ensure_model()).encode(texts)
     cos = np.array([float(emb[at[a]] @ emb[at[b]]) for _, a, b in pairs])
     y = np.array([label for label, _, _ in pairs])
-    stop = _stop_words()
+    stop = english_stop_words()
     same = np.array([numbers(a) == numbers(b) and negated(a) == negated(b) for _, a, b in pairs])
     cov = np.array([coverage(a, b, stop) for _, a, b in pairs])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 # The version of `normalize`'s output. Stored digests of normal forms (dataset indexes) are only comparable with
@@ -78,3 +79,23 @@ def row_chars(row: dict[str, Any]) -> tuple[int, int]:
                 total += n
                 longest = max(longest, n)
     return total, longest
+
+
+@functools.lru_cache(maxsize=1)
+def english_stop_words() -> frozenset[str]:
+    """spaCy's English stop words, read from its `stop_words.py` without importing spaCy (1.5 s of imports for a
+    list of words): the module's one string literal, split, as the module itself does (its contractions are tokens
+    `tokens` never yields). Parsed, never executed."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("spacy")
+    if spec is None or spec.origin is None:
+        from gate.errors import GateError
+
+        raise GateError("spaCy's English stop words are needed (conflicting_answers, the pii name filter): "
+                        "pip install spacy")
+    path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
+    literals = [n.value for n in ast.walk(ast.parse(path.read_text("utf-8")))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) > 1000]
+    return frozenset(literals[0].split()) if literals else frozenset()

@@ -125,7 +125,7 @@ def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfi
         if entity_type == "LOCATION":
             return not context.locates_person(text, start, end)
         if entity_type == "PERSON":
-            return (context.lone_name(text, start, end)
+            return (context.lone_name(text, start, end) or context.words_not_a_name(text[start:end])
                     or context.label_not_a_name(text, start, end, functools.partial(_lexicon, config)))
         return False
     if entity_type == "PHONE_NUMBER":

@@ -31,19 +31,17 @@ is right is a reviewer's call (a correction with its reason, `gate apply`), not 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from gate.contract import Contract
 from gate.contract.file_schema import check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.neardup import neardup_config
-from gate.data.text import normalize, row_text
+from gate.data.text import english_stop_words, normalize, row_text
 from gate.io.digest import text_digest
 
 PROMPT_ROLES = ("system", "user")
@@ -178,28 +176,9 @@ def is_prose(text: str) -> bool:
     return len(_CODE_MARK.findall(text)) <= CODE_SHARE * max(len(text), 1)
 
 
-@functools.lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
-    """spaCy's English stop words, read from its `stop_words.py` without importing spaCy (1.5 s of imports for a
-    list of words): the module's one string literal, split, as the module itself does (its contractions are tokens
-    `tokens` never yields). Parsed, never executed."""
-    import ast
-    import importlib.util
-
-    spec = importlib.util.find_spec("spacy")
-    if spec is None or spec.origin is None:
-        from gate.errors import GateError
-
-        raise GateError("conflicting_answers needs spaCy's English stop words: pip install spacy")
-    path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
-    literals = [n.value for n in ast.walk(ast.parse(path.read_text("utf-8")))
-                if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) > 1000]
-    return frozenset(literals[0].split()) if literals else frozenset()
-
-
 def content_similarity(a: str, b: str) -> float:
     """Jaccard of the two answers' content words (normalised words less spaCy's English stop words)."""
-    stop = _stop_words()
+    stop = english_stop_words()
     wa = {w for w in tokens(a) if w not in stop}
     wb = {w for w in tokens(b) if w not in stop}
     union = wa | wb
