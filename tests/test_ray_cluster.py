@@ -309,3 +309,32 @@ def _one_line_failure(cluster, killer, out, start: str, **env: str) -> None:
     assert "internal error" not in res.stderr and "Traceback" not in res.stderr
     assert res.stdout == ""
     assert not out.exists()
+
+
+LOST_NOW = """
+import os, signal, sys, time
+import ray
+from gate.data.ray_engine import _Capacity
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+cap = _Capacity(ray, sys.argv[1], 60.0)
+os.kill(int(sys.argv[2]), signal.SIGKILL)
+time.sleep(0.05)  # the raylet's port is closed once the kernel reaped its sockets
+gcs_alive = sum(1 for n in ray.nodes() if n.get("Alive"))
+print("counts", len(cap.nodes), gcs_alive, cap.lost())
+"""
+
+
+def test_a_node_whose_raylet_died_is_lost_before_the_gcs_says_so(cluster):
+    """Regression: `ray_nodes_lost` read 0 when the map ended before Ray's health checks marked the node dead."""
+    cluster._launch("w3", ["--address", cluster.address, "--num-cpus", "1"])
+    node = cluster.nodes[-1]
+    node.wait_ready()
+    raylet = node.raylet()
+    assert raylet is not None
+    res = subprocess.run([sys.executable, "-c", LOST_NOW, cluster.address, str(raylet.pid)],
+                         env=_driver_env(cluster), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    counts = next(line for line in res.stdout.splitlines() if line.startswith("counts "))  # Ray logs there too
+    started, gcs_alive, lost = map(int, counts.split()[1:])
+    assert gcs_alive == started  # the GCS still called the node alive: the case the count got wrong
+    assert lost == 1

@@ -22,6 +22,7 @@ import hashlib
 import logging
 import os
 import pickle
+import socket
 import threading
 import time
 from collections import deque
@@ -159,8 +160,25 @@ class _Capacity:
                             "GATE_RAY_CAPACITY_WAIT_S sets the wait")
 
     def lost(self) -> int:
-        """How many of the nodes alive when the run began are dead now."""
-        return len(self.nodes - {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")})
+        """How many of the nodes alive when the run began are dead now.
+
+        Ray's GCS marks a node dead only after its health checks fail (seconds after its raylet died), while the
+        driver already saw the node's tasks fail and run again elsewhere; so a node the GCS still calls alive counts
+        as lost too when its raylet no longer accepts a connection."""
+        alive = {n["NodeID"]: n for n in self.ray.nodes() if n.get("Alive")}
+        return sum(1 for node in self.nodes if node not in alive or not _raylet_answers(alive[node]))
+
+
+def _raylet_answers(node: dict[str, Any], timeout_s: float = 1.0) -> bool:
+    """Whether the node's raylet still accepts a TCP connection on its node-manager port."""
+    address, port = node.get("NodeManagerAddress"), node.get("NodeManagerPort")
+    if not address or not port:
+        return True  # nothing to probe: trust the GCS
+    try:
+        with socket.create_connection((address, int(port)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
 
 
 def _result(ray: Any, ref: Any, capacity: _Capacity) -> MapResult:
