@@ -208,6 +208,42 @@ def apply(
         contract=str(contract) if contract else None, db=db, record=not no_db)))
 
 
+EngineKind = StrEnum("EngineKind", {v: v for v in SCORE_ENGINES})
+
+
+@app.command(epilog=_exits("queue written", "the engine could not answer some rows (listed)"))
+def review(
+    dataset: Annotated[Path, typer.Argument(help="Dataset whose training rows are reviewed (read only).")],
+    contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (its checks and options).")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model to ask (baseline or candidate); none: "
+                                                                      "check findings only.")] = None,
+    engine: Annotated[EngineKind, typer.Option("--engine", help="How the model is run.")] = EngineKind.embedded,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server for --engine url.")
+                        ] = None,
+    scorecard: Annotated[Path | None, typer.Option("--scorecard", "-s", help="Scorecard whose system prompt, tools "
+                                                                             "and decoding the model gets.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where review.jsonl and review.html go.")
+                   ] = Path("gate-report/review"),
+    top: Annotated[int, typer.Option("--top", min=0, help="Most model disagreements listed.")] = 100,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Ask the model about the first N training "
+                                                                     "rows only.")] = None,
+    checks: Annotated[str | None, typer.Option("--checks", help="Comma-separated checks whose findings join the "
+                                                                "queue; default all.")] = None,
+    db: Annotated[str | None, _DB] = None,
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not record the queue.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table, only the summary lines.")] = False,
+) -> None:
+    """List the training rows a reviewer should read first: model disagreements, conflicting answers, warnings."""
+    from gate.commands.review import run_review_command
+    from gate.requests import ReviewRequest
+
+    raise typer.Exit(run_review_command(ReviewRequest(
+        dataset=str(dataset), contract=str(contract), model=model, engine=engine.value, base_url=base_url,
+        scorecard=str(scorecard) if scorecard else None, out=str(out), top=top, limit=limit,
+        checks=tuple(c.strip() for c in checks.split(",") if c.strip()) if checks else None, db=db,
+        record=not no_db, quiet=quiet)))
+
+
 ExportFormat = StrEnum("ExportFormat", {v: v for v in EXPORT_FORMATS})  # gate.export.formats reads the same list
 
 
@@ -232,9 +268,6 @@ def export(
     raise typer.Exit(run_export_command(dataset=str(dataset), fmt=fmt.value, out=str(out),
                                         contract_path=str(contract) if contract else None,
                                         tokenizer=str(tokenizer) if tokenizer else None, skip_invalid=skip_invalid))
-
-
-EngineKind = StrEnum("EngineKind", {v: v for v in SCORE_ENGINES})
 
 
 @app.command(epilog=_exits("scored and PROMOTE (or, without a baseline, the target check ran)",

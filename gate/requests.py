@@ -173,9 +173,31 @@ class DecideRequest:
     allow_scorecard_change: bool = _f(False, "local", "Judge by this tree's scorecard where it loosens the base's.")
 
 
+@dataclass(frozen=True)
+class ReviewRequest:
+    """`gate review DATASET --contract C [--model M]`: the hard-case queue a reviewer reads first."""
+
+    dataset: str = _f(dataclasses.MISSING, "local", "Dataset whose training rows are reviewed (read only).")
+    contract: str = _f(dataclasses.MISSING, "local", "Data contract YAML (its checks and their options).")
+    model: str | None = _f(None, "local", "Model to ask (the baseline or a candidate); none: check findings only.")
+    engine: str = _f("embedded", "local", "How the model is run: " + ", ".join(SCORE_ENGINES) + ".",
+                     choices=SCORE_ENGINES)
+    base_url: str | None = _f(None, "local", "OpenAI-compatible server (--engine url).")
+    scorecard: str | None = _f(None, "local", "Scorecard whose system prompt, tools and decoding the model gets.",
+                               flag="--scorecard")
+    out: str = _f("gate-report/review", "local", "Where review.jsonl and review.html go.")
+    top: int = _f(100, "local", "Most model disagreements listed (the most confident first).", ge=0)
+    limit: int | None = _f(None, "local", "Ask the model about the first N training rows only.")
+    checks: tuple[str, ...] | None = _f(None, "local", "The checks whose findings join the queue; default all.")
+    db: str | None = _f(None, "local", "DuckDB record to write.")
+    record: bool = _f(True, "local", "Record the queue.", flag="--no-db")
+    quiet: bool = _f(False, "local", "No table, only the summary lines.")
+
+
 # every request and the command that builds it: the test that walks each field through the CLI reads this
 REQUESTS: dict[str, type] = {"check": CheckRequest, "score": ScoreRequest, "split": SplitRequest,
-                             "scrub": ScrubRequest, "apply": ApplyRequest, "decide": DecideRequest}
+                             "scrub": ScrubRequest, "apply": ApplyRequest, "decide": DecideRequest,
+                             "review": ReviewRequest}
 
 
 def fields_where(cls: type, where: Where) -> tuple[str, ...]:

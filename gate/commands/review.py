@@ -1,0 +1,51 @@
+"""`gate review`: the CLI face of the hard-case queue (gate.review): build it, write it, record it, print a table."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.table import Table
+
+from gate.errors import ExitCode
+from gate.report.console import make_console
+from gate.requests import ReviewRequest
+
+
+def run_review_command(req: ReviewRequest) -> int:
+    from gate.io.atomic import atomic_write_text
+    from gate.review.page import render_html
+    from gate.review.queue import build_review
+
+    review = build_review(req)
+    out = Path(req.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(c.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for c in review.cases)
+    atomic_write_text(out / "review.jsonl", lines)
+    atomic_write_text(out / "review.html", render_html(review))
+    review_id = "review-" + datetime.now(UTC).strftime("%Y%m%d%H%M%S") + "-" + hashlib.sha256(
+        lines.encode()).hexdigest()[:8]
+    if req.record:
+        from gate.store.review import record_review
+
+        record_review(review_id, review, req.db)
+    console = make_console()
+    if not req.quiet:
+        table = Table(title=f"gate review · {len(review.cases)} case(s), first to read first", title_justify="left")
+        for col in ("#", "reason", "row", "why", "margin"):
+            table.add_column(col, overflow="fold")
+        for c in review.cases[:20]:
+            table.add_row(str(c.rank), c.reason, f"{c.split}:{c.row}" + (f" ({c.row_id})" if c.row_id else ""),
+                          c.detail[:90], "" if c.margin is None else f"{c.margin:+.2f}")
+        console.print(table)
+    if review.model:
+        console.print(f"model {review.model}: {review.rows_asked} row(s) asked, {review.rows_agreeing} agree with "
+                      f"their gold answer, {len(review.engine_errors)} engine error(s)", markup=False,
+                      highlight=False)
+        for err in review.engine_errors[:5]:
+            console.print(f"  engine error {err}", markup=False, highlight=False)
+    console.print(f"{review_id}: {out}/review.html, {out}/review.jsonl", markup=False, highlight=False,
+                  soft_wrap=True)
+    return int(ExitCode.GATE_FAILED if review.engine_errors else ExitCode.PASS)
