@@ -98,3 +98,41 @@ def test_a_missing_contract_is_one_line_and_nothing_written(tmp_path):
     assert res.returncode == 1
     assert len(res.stderr.strip().splitlines()) == 1 and "none.yaml" in res.stderr
     assert not out.exists()
+
+
+def test_a_classification_dataset_is_ranked_by_label_likelihood(tiny, tmp_path):
+    """Two plain-text labels, each given three times: the model's answer is the label it finds likeliest (no
+    generation: a small model that does not follow the answer format still ranks them); a row is listed exactly
+    when that label is not its gold, with margin log P(best) - log P(gold) as the engine computes it."""
+    from gate.contract import load_contract
+    from gate.engines.embedded import EmbeddedEngine
+    from gate.engines.types import Request
+    from gate.review.queue import model_cases, split_turns
+
+    labels = ["billing question", "crash report"]
+    rows = [triage_row(i, f"Ticket {i}: " + ("I was charged twice" if i % 2 else "the app closes on start"),
+                       **{"language": "en"}) for i in range(6)]
+    for i, r in enumerate(rows):
+        r["messages"][-1]["content"] = labels[(i // 3) % 2]
+    write_jsonl(tmp_path / "ds" / "train.jsonl", rows)
+    (tmp_path / "c.yaml").write_text("name: t\nversion: '1'\nmessages: {roles: [system, user, assistant]}\n"
+                                     "output: {format: text}\n")
+    engine = EmbeddedEngine(tiny)
+    engine.start()
+    try:
+        cases, asked, agreeing, errors = model_cases(str(tmp_path / "ds"), load_contract(tmp_path / "c.yaml"),
+                                                     engine)
+        want = {}
+        for r in rows:
+            req = Request(messages=tuple(split_turns(r)[0]), temperature=0.0, max_tokens=256, seed=0)
+            lls = engine.loglikelihood([(req, lab) for lab in labels])
+            best, gold = max(range(2), key=lambda i: lls[i]), labels.index(r["messages"][-1]["content"])
+            if best != gold:
+                want[r["id"]] = (labels[best], round(lls[best] - lls[gold], 4))
+    finally:
+        engine.stop()
+    assert (asked, agreeing, errors) == (6, 6 - len(want), [])
+    assert want, "the tiny model prefers one label for every row: nothing to rank"
+    assert {c.row_id: c.answer for c in cases} == {k: v[0] for k, v in want.items()}
+    assert {c.row_id: c.margin for c in cases} == pytest.approx({k: v[1] for k, v in want.items()}, abs=1e-3)
+    assert [c.margin for c in cases] == sorted((c.margin for c in cases), reverse=True)

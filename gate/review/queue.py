@@ -9,6 +9,9 @@ Three sources, in this order in the queue:
    prompt (lm-eval's recipe). A positive margin means the model finds its answer likelier than the label, the
    confident-learning signal that the label may be wrong. Where the engine gives no log-likelihoods (tool-call
    answers, servers without the extensions) the margin is unknown and those rows follow the ranked ones.
+   A classification dataset (at most MAX_LABELS distinct plain-text gold answers, each given at least twice) is not
+   generated at all: the model's answer is the label it finds likeliest, so a small model that does not follow the
+   answer format still ranks the labels (as cleanlab reads a classifier's probabilities).
 2. every `conflicting_answers` pair: one prompt, two answers;
 3. rows other checks flag at warning level (a near copy, a template pattern): worth a look, not a failure.
 
@@ -25,6 +28,7 @@ from typing import Any
 
 SNIPPET = 160
 DEFAULT_MAX_TOKENS = 256
+MAX_LABELS = 20  # at most this many distinct gold answers (each given twice) make a classification dataset
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,7 @@ def _training_rows(dataset: str, contract: Any, limit: int | None) -> Iterator[t
 
 def model_cases(dataset: str, contract: Any, engine: Any, *, scorecard: Any = None, limit: int | None = None,
                 batch: int = 16, progress: Callable[[int, int], None] | None = None,
-                ) -> tuple[list[Case], int, int, list[str]]:
+                max_tokens: int = DEFAULT_MAX_TOKENS) -> tuple[list[Case], int, int, list[str]]:
     """The rows the model answers otherwise than their gold answer, ranked; returns (cases, rows asked, agreeing,
     the rows the engine could not answer as `split:line: error`).
 
@@ -160,8 +164,14 @@ def model_cases(dataset: str, contract: Any, engine: Any, *, scorecard: Any = No
 
                 req = replace(req, tools=tools)
         else:
-            req = Request(messages=tuple(prompt), tools=tools, temperature=0.0, max_tokens=DEFAULT_MAX_TOKENS, seed=0)
+            req = Request(messages=tuple(prompt), tools=tools, temperature=0.0, max_tokens=max_tokens, seed=0)
         todo.append((split, line, row, req, gold))
+    labels = label_set(todo, structured)
+    if labels is not None:
+        ranked = label_cases(engine, todo, labels, progress)
+        if ranked is not None:
+            cases, agreeing = ranked
+            return cases, len(todo), agreeing, []
     found: list[tuple[Case, str | None]] = []
     agreeing = 0
     done = 0
@@ -192,6 +202,53 @@ def model_cases(dataset: str, contract: Any, engine: Any, *, scorecard: Any = No
     cases = [Case(**{**asdict(c), "margin": m}) for (c, _), m in zip(found, margins, strict=True)]
     cases.sort(key=lambda c: (c.margin is None, -(c.margin or 0.0), c.split, c.row or 0))
     return cases, len(todo), agreeing, errors
+
+
+def label_set(todo: list[Any], structured: bool, max_labels: int = MAX_LABELS) -> list[str] | None:
+    """The answers of a classification dataset: the distinct gold texts when the rows give at most `max_labels` of
+    them, each at least twice, as plain text without tool calls; None for any other dataset (generation decides)."""
+    if structured or len(todo) < 2 * 2:
+        return None
+    counts: dict[str, int] = {}
+    for *_, gold in todo:
+        text = gold.get("content")
+        if gold.get("tool_calls") or not isinstance(text, str) or not text.strip():
+            return None
+        counts[text] = counts.get(text, 0) + 1
+        if len(counts) > max_labels:
+            return None
+    if len(counts) < 2 or min(counts.values()) < 2:
+        return None
+    return sorted(counts)
+
+
+def label_cases(engine: Any, todo: list[Any], labels: list[str],
+                progress: Callable[[int, int], None] | None = None) -> tuple[list[Case], int] | None:
+    """A finite label set: the model's answer is the label it finds likeliest as the continuation of the prompt (its
+    answer constrained to the labels, as confident learning reads a classifier); a row is listed when that label is
+    not its gold, ranked by log P(that label) - log P(gold). None when the engine gives no log-likelihoods."""
+    cases, agreeing = [], 0
+    for start in range(0, len(todo), 16):
+        part = todo[start:start + 16]
+        lls = engine.loglikelihood([(t[3], lab) for t in part for lab in labels])
+        if not lls or any(x is None for x in lls):
+            return None
+        for j, (split, line, row, req, gold) in enumerate(part):
+            mine = lls[j * len(labels):(j + 1) * len(labels)]
+            best = max(range(len(labels)), key=lambda i: mine[i])
+            g = labels.index(gold["content"])
+            if best == g:
+                agreeing += 1
+                continue
+            rid = row.get("id")
+            cases.append(Case(0, "model_disagrees", split, line, str(rid) if rid is not None else None,
+                              f"label differs: the model finds another of the {len(labels)} labels likelier",
+                              masked(_prompt_of(req.messages)), masked(gold["content"]), masked(labels[best]),
+                              round(float(mine[best]) - float(mine[g]), 4)))
+        if progress:
+            progress(start + len(part), len(todo))
+    cases.sort(key=lambda c: (-(c.margin or 0.0), c.split, c.row or 0))
+    return cases, agreeing
 
 
 def _prompt_of(messages: Any) -> str:
