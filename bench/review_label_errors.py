@@ -9,8 +9,9 @@ message, and the gold label as the assistant turn. A seeded share of rows (`--fl
 Model: SmolLM2-135M-Instruct (the real pretrained model of `fixtures/build_real_model.py`), in-process (`--engine
 embedded`), greedy, float32.
 
-- gate review: `gate.review.queue.model_cases` (the code `gate review --model` runs): rows whose gold the model's
-  answer contradicts, ranked by log P(model's answer) - log P(gold).
+- gate review: `gate.review.queue.model_cases` (the code `gate review --model` runs): on this classification data
+  the model's answer is the label it finds likeliest; rows whose gold it contradicts, ranked by log P(that label) -
+  log P(gold).
 - cleanlab 2.x: `cleanlab.rank.get_label_quality_scores` on the same model's probabilities of the two labels (the
   softmax of their log-likelihoods as continuations of the same prompt), lowest quality first; and
   `cleanlab.filter.find_label_issues` for the rows it flags at all.
@@ -149,7 +150,8 @@ def main() -> None:
         "",
         "| method | precision at k | everything it lists | CPU s |",
         "|---|---|---|---|",
-        f"| gate review (model answer vs gold, ranked by log-likelihood margin) | {p_at(gate_rank)} | {pr(gate_rank)} "
+        f"| gate review (likeliest label vs gold, ranked by log-likelihood margin) | {p_at(gate_rank)} | "
+        f"{pr(gate_rank)} "
         f"| {t_gate:.1f} |",
         f"| cleanlab label quality (self-confidence), lowest first | {p_at(ranked)} | — | {t_cl:.1f} |",
         f"| cleanlab find_label_issues | — | {pr(issues)} | (same run) |",
@@ -158,9 +160,12 @@ def main() -> None:
         f"({len(margins)} with a margin), {len(errors)} engine errors. The flipped rows among the listed ones, by "
         f"rank: {[i + 1 for i, r in enumerate(gate_rank) if r in flipped][:40]}.",
         "",
-        "Where gate review lists a row: the model's greedy answer and the gold differ as `conflicting_answers` "
-        "compares two free-text answers; the margin orders them. cleanlab needs the probability of every label, so "
-        "it applies only where the task has a finite label set; gate review needs only the model's answer.",
+        "Two labels, each given many times: `gate review` takes the classification path (the model's answer is "
+        "the label it finds likeliest; generation would not do: SmolLM2-135M answers the message instead of naming "
+        "its language). It lists every row whose likeliest label is not its gold, most confident first; cleanlab's "
+        "`find_label_issues` lists fewer (per-class thresholds of the confident joint). Both read the same model's "
+        "probabilities, so both are bounded by its accuracy on the task; on free-text and tool-call data, where "
+        "there is no label set to give cleanlab, `gate review` compares the model's generated answer instead.",
         "",
     ]
     Path(args.out).write_text("\n".join(lines))
