@@ -211,7 +211,8 @@ def apply(
 EngineKind = StrEnum("EngineKind", {v: v for v in SCORE_ENGINES})
 
 
-@app.command(epilog=_exits("queue written", "the engine could not answer some rows (listed)"))
+@app.command(epilog=_exits("queue written", error="could not run or incomplete (rows the engine could not answer "
+                                                  "are listed; the queue is written without them)"))
 def review(
     dataset: Annotated[Path, typer.Argument(help="Dataset whose training rows are reviewed (read only).")],
     contract: Annotated[Path, typer.Option("--contract", "-c", help="Data contract YAML (its checks and options).")],

@@ -166,7 +166,7 @@ COMMAND_EXITS = {
     "token create": {0}, "token revoke": {0}, "token list": {0}, "report-html": {0}, "dashboard": {0},
     "index build": {0}, "schema": {0}, "contract init": {0}, "contract lint": {0}, "scorecard lint": {0},
     "scorecard power": {0},
-    "parity": {0, 100},
+    "parity": {0, 100}, "review": {0},
 }
 
 
