@@ -1,1 +1,1 @@
-"""`gate review`: the hard-case queue a reviewer reads first (issue 34, part 2)."""
+"""`gate review`: the hard-case queue a reviewer reads first (model disagreements, conflicts, warnings)."""
