@@ -1,25 +1,17 @@
-"""review.jsonl and review.html: the queue as files a reviewer opens beside the data (no server needed).
+"""review.html: the queue as a page a reviewer opens beside the data (no server needed).
 
-Every text in them is already masked by the queue (gate.review.queue.masked); the page escapes it once more as HTML,
+Every text in it is already masked by the queue (gate.review.queue.masked); the page escapes it once more as HTML,
 so a row that holds markup cannot run in the reviewer's browser."""
 
 from __future__ import annotations
 
-import json
 from html import escape
-from pathlib import Path
 from typing import Any
 
 _STYLE = """body{font:14px system-ui,sans-serif;margin:2rem;color:#1b1f24}table{border-collapse:collapse;width:100%}
 th,td{border-bottom:1px solid #d0d7de;padding:.4rem;text-align:left;vertical-align:top}th{background:#f6f8fa}
 td.t{font-family:ui-monospace,monospace;font-size:12px;max-width:28rem;word-break:break-word}
 .r{white-space:nowrap}caption{text-align:left;font-weight:600;margin:.5rem 0}"""
-
-
-def write_jsonl(review: Any, path: Path) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        for c in review.cases:
-            fh.write(json.dumps(c.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
 
 
 def _cell(v: Any, cls: str = "") -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 SNIPPET = 160
@@ -160,8 +160,6 @@ def model_cases(dataset: str, contract: Any, engine: Any, *, scorecard: Any = No
             req = scorecard.request_for(Item(id=str(row.get("id", line)), category="", messages=tuple(prompt),
                                              expected=None))
             if tools and not req.tools:
-                from dataclasses import replace
-
                 req = replace(req, tools=tools)
         else:
             req = Request(messages=tuple(prompt), tools=tools, temperature=0.0, max_tokens=max_tokens, seed=0)
@@ -199,7 +197,7 @@ def model_cases(dataset: str, contract: Any, engine: Any, *, scorecard: Any = No
         if progress:
             progress(done, len(todo))
     margins = _margins(engine, todo, found)
-    cases = [Case(**{**asdict(c), "margin": m}) for (c, _), m in zip(found, margins, strict=True)]
+    cases = [replace(c, margin=m) for (c, _), m in zip(found, margins, strict=True)]
     cases.sort(key=lambda c: (c.margin is None, -(c.margin or 0.0), c.split, c.row or 0))
     return cases, len(todo), agreeing, errors
 
@@ -320,7 +318,7 @@ def build_review(req: Any, *, progress: bool | None = None) -> Review:
             close()
             engine.stop()
         cases = mcases[:req.top] + cases
-    review.cases = [Case(**{**asdict(c), "rank": i + 1}) for i, c in enumerate(cases)]
+    review.cases = [replace(c, rank=i + 1) for i, c in enumerate(cases)]
     for c in review.cases:
         review.by_reason[c.reason] = review.by_reason.get(c.reason, 0) + 1
     return review
