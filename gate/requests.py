@@ -12,8 +12,9 @@ arguments. Each field says here, once, where it can be honoured:
 
 A `path` field names a file the service confines to its roots before the job sees it.
 
-Split, scrub, apply and decide have no service route: every field is `local`, and they run where the CLI runs. They
-are requests all the same, so the CLI, the use case and any later face read one list of options.
+Split, scrub and decide have no service route: every field is `local`, and they run where the CLI runs. They are
+requests all the same, so the CLI, the use case and any later face read one list of options. Review and apply have
+a service route (POST /reviews, POST /corrections) and no remote client yet: the CLI runs them where it runs.
 """
 
 from __future__ import annotations
@@ -145,10 +146,11 @@ class ScrubRequest:
 class ApplyRequest:
     """`gate apply DATASET CORRECTIONS --out O`: reviewed corrections, each with its reason, onto a copy."""
 
-    dataset: str = _f(dataclasses.MISSING, "local", "Dataset to correct (read only; JSONL splits).")
-    corrections: str = _f(dataclasses.MISSING, "local", "corrections.jsonl.")
-    out: str = _f(dataclasses.MISSING, "local", "Output directory (written atomically, all or nothing).")
-    contract: str | None = _f(None, "local", "Data contract YAML (its rules, for `reason: rule:<id>`).")
+    dataset: str = _f(dataclasses.MISSING, "remote", "Dataset to correct (read only; JSONL splits).", path=True)
+    corrections: str = _f(dataclasses.MISSING, "remote", "corrections.jsonl.", path=True)
+    out: str = _f(dataclasses.MISSING, "client", "Output directory (written atomically, all or nothing; the service "
+                                                 "writes into the job's own directory).")
+    contract: str | None = _f(None, "remote", "Data contract YAML (its rules, for `reason: rule:<id>`).", path=True)
     db: str | None = _f(None, "local", "DuckDB record to write.")
     record: bool = _f(True, "local", "Record the corrections.", flag="--no-db")
 
@@ -177,21 +179,26 @@ class DecideRequest:
 class ReviewRequest:
     """`gate review DATASET --contract C [--model M]`: the hard-case queue a reviewer reads first."""
 
-    dataset: str = _f(dataclasses.MISSING, "local", "Dataset whose training rows are reviewed (read only).")
-    contract: str = _f(dataclasses.MISSING, "local", "Data contract YAML (its checks and their options).")
-    model: str | None = _f(None, "local", "Model to ask (the baseline or a candidate); none: check findings only.")
-    engine: str = _f("embedded", "local", "How the model is run: " + ", ".join(SCORE_ENGINES) + ".",
+    dataset: str = _f(dataclasses.MISSING, "remote", "Dataset whose training rows are reviewed (read only).",
+                      path=True)
+    contract: str = _f(dataclasses.MISSING, "remote", "Data contract YAML (its checks and their options).", path=True)
+    model: str | None = _f(None, "remote", "Model to ask (the baseline or a candidate); none: check findings only.")
+    engine: str = _f("embedded", "remote", "How the model is run: " + ", ".join(SCORE_ENGINES) + ".",
                      choices=SCORE_ENGINES)
-    base_url: str | None = _f(None, "local", "OpenAI-compatible server (--engine url).")
-    scorecard: str | None = _f(None, "local", "Scorecard whose system prompt, tools and decoding the model gets.",
-                               flag="--scorecard")
-    out: str = _f("gate-report/review", "local", "Where review.jsonl and review.html go.")
-    top: int = _f(100, "local", "Most model disagreements listed (the most confident first).", ge=0)
-    limit: int | None = _f(None, "local", "Ask the model about the first N training rows only.")
-    checks: tuple[str, ...] | None = _f(None, "local", "The checks whose findings join the queue; default all.")
+    base_url: str | None = _f(None, "remote", "OpenAI-compatible server (--engine url).")
+    scorecard: str | None = _f(None, "remote", "Scorecard whose system prompt, tools and decoding the model gets.",
+                               flag="--scorecard", path=True)
+    out: str = _f("gate-report/review", "client", "Where review.jsonl and review.html go.")
+    top: int = _f(100, "remote", "Most model disagreements listed (the most confident first).", ge=0, le=100_000)
+    limit: int | None = _f(None, "remote", "Ask the model about the first N training rows only.")
+    checks: tuple[str, ...] | None = _f(None, "remote", "The checks whose findings join the queue; default all.")
     db: str | None = _f(None, "local", "DuckDB record to write.")
     record: bool = _f(True, "local", "Record the queue.", flag="--no-db")
-    quiet: bool = _f(False, "local", "No table, only the summary lines.")
+    quiet: bool = _f(False, "client", "No table, only the summary lines.")
+
+    def __post_init__(self) -> None:
+        if self.checks is not None and not isinstance(self.checks, tuple):
+            object.__setattr__(self, "checks", tuple(self.checks))
 
 
 # every request and the command that builds it: the test that walks each field through the CLI reads this

@@ -100,6 +100,23 @@ def test_a_missing_contract_is_one_line_and_nothing_written(tmp_path):
     assert not out.exists()
 
 
+def test_a_malformed_line_or_a_model_that_does_not_load_is_one_line_and_nothing_written(tmp_path):
+    ds = tmp_path / "ds"
+    write_jsonl(ds / "train.jsonl", [triage_row(i) for i in range(5)])
+    good = (ds / "train.jsonl").read_text().splitlines()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "train.jsonl").write_text("\n".join([*good[:3], '{"id": "tri-9", "messages": [', *good[3:]]) + "\n")
+    (tmp_path / "empty-model").mkdir()
+    for data, extra, says in ((bad, (), "train.jsonl:4"), (ds, ("--model", str(tmp_path / "empty-model")),
+                                                            "empty-model")):
+        out = tmp_path / f"review-{data.name}"
+        res = run_gate("review", str(data), "-c", str(CONTRACTS / "triage.yaml"), *extra, "-o", str(out), "--no-db")
+        assert res.returncode == 1, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1 and says in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr and not out.exists()
+
+
 def test_a_classification_dataset_is_ranked_by_label_likelihood(tiny, tmp_path):
     """Two plain-text labels, each given three times: the model's answer is the label it finds likeliest (no
     generation: a small model that does not follow the answer format still ranks them); a row is listed exactly

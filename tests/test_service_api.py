@@ -24,6 +24,7 @@ def _dataset(root: Path) -> None:
     write_jsonl(root / "triage" / "train.jsonl", rows)
     (root / "triage.yaml").write_text((CONTRACTS / "triage.yaml").read_text())
     (root / "scorecard.yaml").write_text("name: x\n")
+    (root / "fixes.jsonl").write_text("")
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +55,13 @@ def _endpoints(svc):
     upload = {"files": {"file": ("up.jsonl", b'{"id": 1}\n')}, "data": {"contract": "triage.yaml"}}
     score = {"json": {"candidate": "tiny", "scorecard": "scorecard.yaml", "engine": "url",
                       "base_url": "http://127.0.0.1:9"}}
+    review = {"json": {"dataset": "triage", "contract": "triage.yaml", "checks": ["exact_duplicate"]}}
+    fixes = {"json": {"dataset": "triage", "corrections": "fixes.jsonl", "contract": "triage.yaml"}}
     everyone = set(ROLES)
     return [
         ("POST", "/checks", check, {"ci"}),
+        ("POST", "/reviews", review, {"ci"}),
+        ("POST", "/corrections", fixes, {"ci"}),
         ("POST", "/checks/upload", upload, {"ci"}),
         ("POST", "/scores", score, {"evaluator"}),
         ("GET", "/jobs", {}, everyone),

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-from datetime import UTC, datetime
-from pathlib import Path
-
 from rich.table import Table
 
 from gate.errors import ExitCode
@@ -15,18 +10,12 @@ from gate.requests import ReviewRequest
 
 
 def run_review_command(req: ReviewRequest) -> int:
-    from gate.io.atomic import atomic_write_text
-    from gate.review.page import render_html
+    from gate.review.files import write_review
     from gate.review.queue import build_review
 
     review = build_review(req)
-    out = Path(req.out)
-    out.mkdir(parents=True, exist_ok=True)
-    lines = "".join(json.dumps(c.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for c in review.cases)
-    atomic_write_text(out / "review.jsonl", lines)
-    atomic_write_text(out / "review.html", render_html(review))
-    review_id = "review-" + datetime.now(UTC).strftime("%Y%m%d%H%M%S") + "-" + hashlib.sha256(
-        lines.encode()).hexdigest()[:8]
+    out = req.out
+    review_id = write_review(review, out)
     if req.record:
         from gate.store.review import record_review
 

@@ -23,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from gate import __version__
 from gate.errors import GateError
 from gate.io.dataset import SPLIT_FORMATS
+from gate.requests import ApplyRequest as CoreApplyRequest
 from gate.requests import CheckRequest as CoreCheckRequest
+from gate.requests import ReviewRequest as CoreReviewRequest
 from gate.requests import ScoreRequest as CoreScoreRequest
 from gate.requests import body_model, path_fields
 from gate.service.auth import Perm, Principal, Role, create_token, verify_token
@@ -48,6 +50,10 @@ CheckRequest = body_model(CoreCheckRequest)
 
 #: the body of POST /scores: the `remote` fields of the one score request (gate.requests), derived from it
 ScoreRequest = body_model(CoreScoreRequest)
+
+#: the body of POST /reviews (the hard-case queue) and of POST /corrections (`gate apply`), derived the same way
+ReviewRequest = body_model(CoreReviewRequest)
+ApplyRequest = body_model(CoreApplyRequest)
 
 
 class TokenRequest(BaseModel):
@@ -161,7 +167,8 @@ def _queue(cfg: ServiceConfig, runner: JobRunner | None) -> Queue:
 
 
 def _submit_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRouter:
-    """Work handed to the job queue: a check of a dataset under a root or uploaded, a score run."""
+    """Work handed to the job queue: a check of a dataset under a root or uploaded, a score run, a review queue,
+    corrections applied to a copy."""
     Checker = Annotated[Principal, Depends(require(Perm.submit_check))]
     Scorer = Annotated[Principal, Depends(require(Perm.submit_score))]
     router = APIRouter()
@@ -216,6 +223,31 @@ def _submit_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRou
                 if params.get(key):
                     params[key] = _confine(cfg, params[key], key)
         return queue("score", params, who)
+
+    @router.post("/reviews", status_code=202, tags=["review"])
+    def submit_review(body: ReviewRequest, who: Checker) -> dict[str, Any]:
+        """Queue a `gate review`: the hard-case queue of a dataset under the roots (review.jsonl, review.html); a
+        model is a directory under the roots unless served by URL, and runs inside the job's memory limit."""
+        params = body.model_dump()
+        for name in path_fields(CoreReviewRequest):
+            if params[name] is not None:
+                params[name] = _confine(cfg, params[name], name)
+        if body.model and body.engine == "url":
+            if not body.base_url:
+                raise HTTPException(400, "base_url: required for engine=url")
+        elif body.model:
+            params["model"] = _confine(cfg, body.model, "model")
+        return queue("review", params, who)
+
+    @router.post("/corrections", status_code=202, tags=["review"])
+    def submit_corrections(body: ApplyRequest, who: Checker) -> dict[str, Any]:
+        """Queue a `gate apply`: reviewed corrections onto a copy of a dataset under the roots, written into the
+        job's own directory (all or nothing) and recorded with their reasons."""
+        params = body.model_dump()
+        for name in path_fields(CoreApplyRequest):
+            if params[name] is not None:
+                params[name] = _confine(cfg, params[name], name)
+        return queue("apply", params, who)
 
     return router
 

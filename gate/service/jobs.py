@@ -1,5 +1,6 @@
-"""Long work as jobs: queued in DuckDB, run one at a time by a worker thread of the service process; a check job's
-reading and checking runs in a worker process under memory and CPU limits (gate.service.worker).
+"""Long work as jobs: queued in DuckDB, run one at a time by a worker thread of the service process; a job that reads
+a pull request's data (check, review, apply) runs in a worker process under memory and CPU limits
+(gate.service.worker).
 
 Why a thread in the service process and not a separate writer process: DuckDB lets one process write a file, and a
 reader in another process holds a shared lock that makes the writer's next connection fail; inside one process,
@@ -24,7 +25,9 @@ from gate.service.config import ServiceConfig
 from gate.store import service as store
 
 log = logging.getLogger("gate.service.jobs")
-REPORT_FILES = ("report.md", "report.json", "junit.xml", "scores.md", "scores.json")
+REPORT_FILES = ("report.md", "report.json", "junit.xml", "scores.md", "scores.json", "review.jsonl", "review.html")
+#: the kinds whose data is read in the limited worker process, not in the service
+WORKER_KINDS = ("check", "review", "apply")
 
 
 def new_job_id() -> str:
@@ -74,30 +77,59 @@ def execute(cfg: ServiceConfig, job: dict[str, Any], worker: Any = None,
     from gate.io.confine import use_roots
 
     roots = [*cfg.roots, cfg.uploads_dir]
-    if job["kind"] == "check":  # the data is read in a worker process under memory and CPU limits
-        return _check_in_worker(cfg, job, worker or default_worker(cfg), roots, stopping)
+    if job["kind"] in WORKER_KINDS:  # the data is read in a worker process under memory and CPU limits
+        return _in_worker(cfg, job, worker or default_worker(cfg), roots, stopping)
     with use_roots(roots):
         return _execute(cfg, job)
 
 
-def _check_in_worker(cfg: ServiceConfig, job: dict[str, Any], worker: Any, roots: list[Path],
-                     stopping: threading.Event | None) -> tuple[int, dict[str, Any]]:
-    """The check runs (and writes its reports) in the worker; the service records the run it returns, since the
-    service process is the one DuckDB writer."""
+def _in_worker(cfg: ServiceConfig, job: dict[str, Any], worker: Any, roots: list[Path],
+               stopping: threading.Event | None) -> tuple[int, dict[str, Any]]:
+    """The job runs (and writes its files) in the worker; the service records what it returns, since the service
+    process is the one DuckDB writer."""
     from gate.service.worker import JobLimitReached
-    from gate.store.db import db_path, record_check_run
 
-    kind, value, extra = worker.run(job["params"], job["report_dir"], roots, cfg.check_workers, stopping)
+    kind, value, extra = worker.run(job["params"], job["report_dir"], roots, cfg.check_workers, stopping,
+                                    kind=job["kind"])
     if kind == "crash":
         log.error("job %s crashed:\n%s", job["job_id"], extra)
     if kind in ("memory", "cpu"):
         raise JobLimitReached(value)
     if kind != "ok":
         raise GateError(value)
-    code, run = value, extra
+    return _RECORD[job["kind"]](cfg, value, extra)
+
+
+def _record_check(cfg: ServiceConfig, code: int, run: Any) -> tuple[int, dict[str, Any]]:
+    from gate.store.db import db_path, record_check_run
+
     record_check_run(run, code, cfg.db)
     run.options["db"] = db_path(cfg.db)
     return code, {"run_id": run.run_id, "verdict": run.verdict, "rows": run.rows}
+
+
+def _record_review(cfg: ServiceConfig, code: int, got: Any) -> tuple[int, dict[str, Any]]:
+    from gate.store.review import record_review
+
+    review_id, review = got
+    record_review(review_id, review, cfg.db)
+    result: dict[str, Any] = {"review_id": review_id, "cases": len(review.cases), "by_reason": review.by_reason}
+    if review.model:
+        result.update(rows_asked=review.rows_asked, rows_agreeing=review.rows_agreeing,
+                      engine_errors=len(review.engine_errors))
+    return code, result
+
+
+def _record_apply(cfg: ServiceConfig, code: int, got: Any) -> tuple[int, dict[str, Any]]:
+    from gate.store.corrections import record_apply
+
+    manifest, out = got
+    record_apply(manifest, out, cfg.db)
+    return code, {"corrections": manifest.get("corrections", 0), "rows_corrected": manifest.get("rows_corrected", 0),
+                  "by_reason": manifest.get("by_reason", {}), "outputs": sorted(manifest.get("outputs") or {})}
+
+
+_RECORD = {"check": _record_check, "review": _record_review, "apply": _record_apply}
 
 
 def _execute(cfg: ServiceConfig, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:

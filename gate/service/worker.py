@@ -1,4 +1,5 @@
-"""Check jobs run in a worker process under a memory and a CPU limit, never inside the service process.
+"""Jobs that read a pull request's data (check, review, apply) run in a worker process under a memory and a CPU
+limit, never inside the service process.
 
 Why: a check reads whatever was uploaded. Inside the service, one job that eats memory (a decompression bomb, a
 flood of findings) takes the API and the queue down with it: the issue measured 5 GB and a MemoryError in the
@@ -8,7 +9,7 @@ worker holds once its modules are imported) turns the same job into a MemoryErro
 and the next one runs. If the worker dies anyway, the pool is rebuilt for the next job.
 
 Why the record is still written by the service: DuckDB lets one process write a file, and the service holds it.
-The worker runs the check and writes its reports (record=False); the service records the returned run.
+The worker runs the job and writes its files (record=False); the service records what the job returns.
 """
 
 from __future__ import annotations
@@ -113,23 +114,18 @@ def _cpu_used() -> float:
     return u.ru_utime + u.ru_stime
 
 
-def run_check(params: dict[str, Any], report_dir: str, roots: list[str], check_workers: int
-              ) -> tuple[str, Any, Any]:
-    """In the worker: one check job. Returns ("ok", exit code, run), or (kind, one-line error, log text) with kind
-    `error` (bad input), `memory`, `cpu` or `crash`."""
-    from gate.data.usecase import check_dataset
+def run_check(params: dict[str, Any], report_dir: str, roots: list[str], check_workers: int,
+              kind: str = "check") -> tuple[str, Any, Any]:
+    """In the worker: one job of `kind` (check, review, apply). Returns ("ok", exit code, what the service records),
+    or (kind, one-line error, log text) with kind `error` (bad input), `memory`, `cpu` or `crash`."""
     from gate.io.confine import use_roots
-    from gate.requests import CheckRequest, fields_where
 
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     resource.setrlimit(resource.RLIMIT_CPU, (int(_cpu_used()) + _cpu_seconds, hard))
     try:
         with use_roots(roots):
-            # the request's remote fields as sent; what only the service decides (its record, its cores) set here
-            req = CheckRequest(**{k: v for k, v in params.items() if k in fields_where(CheckRequest, "remote")},
-                               report_dir=report_dir, db=None, record=False, workers=check_workers)
-            run, code = check_dataset(req, progress=False)
-        return "ok", int(code), run
+            code, result = _JOBS[kind](params, report_dir, check_workers)
+        return "ok", int(code), result
     except _CpuLimit:
         return "cpu", f"the job went over its CPU limit of {_cpu_seconds:,} s (job_cpu_seconds) and was stopped", ""
     except MemoryError:
@@ -141,6 +137,54 @@ def run_check(params: dict[str, Any], report_dir: str, roots: list[str], check_w
         return "crash", f"internal error: {type(exc).__name__}: {exc}", traceback.format_exc()
     finally:
         resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+
+
+def _remote(cls: type, params: dict[str, Any]) -> dict[str, Any]:
+    """The request's remote fields as sent; what only the service decides (its record, its cores) the caller sets."""
+    from gate.requests import fields_where
+
+    return {k: v for k, v in params.items() if k in fields_where(cls, "remote")}
+
+
+def _check(params: dict[str, Any], report_dir: str, check_workers: int) -> tuple[int, Any]:
+    from gate.data.usecase import check_dataset
+    from gate.requests import CheckRequest
+
+    req = CheckRequest(**_remote(CheckRequest, params), report_dir=report_dir, db=None, record=False,
+                       workers=check_workers)
+    run, code = check_dataset(req, progress=False)
+    return code, run
+
+
+def _review(params: dict[str, Any], report_dir: str, check_workers: int) -> tuple[int, Any]:
+    """The queue and its files; the service records it (review id, review) as the CLI does."""
+    from gate.errors import ExitCode
+    from gate.requests import ReviewRequest
+    from gate.review.files import write_review
+    from gate.review.queue import build_review
+
+    req = ReviewRequest(**_remote(ReviewRequest, params), out=report_dir, db=None, record=False, quiet=True)
+    review = build_review(req, progress=False)
+    review_id = write_review(review, report_dir)
+    # incomplete (rows the engine could not answer) is exit 1 as for the CLI: the queue lacks those rows
+    return (ExitCode.ERROR if review.engine_errors else ExitCode.PASS), (review_id, review)
+
+
+def _apply(params: dict[str, Any], report_dir: str, check_workers: int) -> tuple[int, Any]:
+    """The corrected copy goes into the job's own directory (`dataset/`), never to a path the caller names."""
+    from gate.contract import load_contract
+    from gate.data.corrections import apply_corrections
+    from gate.errors import ExitCode
+    from gate.requests import ApplyRequest
+
+    req = ApplyRequest(**_remote(ApplyRequest, params), out=str(Path(report_dir) / "dataset"), db=None,
+                       record=False)
+    contract = load_contract(req.contract) if req.contract else None
+    outcome = apply_corrections(req.dataset, req.corrections, req.out, contract)
+    return ExitCode.PASS, (outcome.manifest, req.out)
+
+
+_JOBS = {"check": _check, "review": _review, "apply": _apply}
 
 
 class CheckWorker:
@@ -163,10 +207,10 @@ class CheckWorker:
             return self._pool
 
     def run(self, params: dict[str, Any], report_dir: str, roots: list[Path], check_workers: int,
-            stopping: threading.Event | None = None) -> tuple[str, Any, Any]:
-        """Runs one check job in the worker; a worker that dies is a failed job and a fresh worker next time."""
+            stopping: threading.Event | None = None, kind: str = "check") -> tuple[str, Any, Any]:
+        """Runs one job in the worker; a worker that dies is a failed job and a fresh worker next time."""
         future: Future[tuple[str, Any, Any]] = self._executor().submit(
-            run_check, params, report_dir, [str(r) for r in roots], check_workers)
+            run_check, params, report_dir, [str(r) for r in roots], check_workers, kind)
         try:
             while True:
                 try:

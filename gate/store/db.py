@@ -105,6 +105,10 @@ def _lock_holder(message: str) -> tuple[int | None, list[str] | None]:
 # connection (cursor) on the one held database: reads see committed writes, and nothing reopens the file.
 _held: dict[str, list[Any]] = {}  # real path -> [held connection, nesting depth]
 _held_lock = threading.Lock()
+# a module's own tables (`extra_ddl`) made on a held file, once per statement: the service holds the file with its
+# own schema only, and a job that writes another module's table (the review queue, corrections) must find it made
+_made: set[tuple[str, str]] = set()
+_made_lock = threading.Lock()
 
 
 def _key(target: str) -> str:
@@ -141,6 +145,9 @@ def single_writer(path: str | None = None, *, ddl: Sequence[str] = ()) -> Iterat
     with connect(target, extra_ddl=ddl) as con:
         key = _key(target)
         with _held_lock:
+            if key not in _held:  # a new hold (the file may have been replaced since): its tables are asked again
+                with _made_lock:
+                    _made.difference_update({m for m in _made if m[0] == key})
             entry = _held.setdefault(key, [con, 0])
             entry[1] += 1
         try:
@@ -186,9 +193,22 @@ def connect(path: str | None = None, *, read_only: bool = False, wait_s: float =
             for stmt in (*DDL, *MIGRATIONS, *extra_ddl):
                 con.execute(stmt).fetchall()
             con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]).fetchall()
+        elif ddl and not read_only and extra_ddl:
+            _make_once(con, target, extra_ddl)
         yield con
     finally:
         con.close()
+
+
+def _make_once(con: Any, target: str, stmts: Sequence[str]) -> None:
+    """The caller's own tables on a file this process holds: made the first time they are asked for, serialised, so
+    that concurrent jobs never race on schema statements."""
+    key = _key(target)
+    with _made_lock:
+        for stmt in stmts:
+            if (key, stmt) not in _made:
+                con.execute(stmt).fetchall()
+                _made.add((key, stmt))
 
 
 def _insert_arrow(con: Any, table: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
