@@ -31,6 +31,8 @@ MAX_PUBLIC = 8  # per app: health, the API's docs (4), the dashboard's login for
 WRITES = {
     ("POST", "/checks"): Perm.submit_check,
     ("POST", "/checks/upload"): Perm.submit_check,
+    ("POST", "/reviews"): Perm.submit_check,  # the queue and corrections are data work, as a check is
+    ("POST", "/corrections"): Perm.submit_check,
     ("POST", "/scores"): Perm.submit_score,
     ("POST", "/releases/{release_id}/promote"): Perm.release,
     ("POST", "/releases/rollback"): Perm.release,

@@ -69,6 +69,11 @@ def record(tmp_path_factory):
         code, out = gate_inprocess(*argv, "--db", db)
         assert code == 0, (argv, out[-2000:])
         logs[" ".join(argv[:2])] = out
+    for name, contract in (("triage-faulty", "triage"), ("tool-use-faulty", "tool-use")):  # the review queues
+        code, out = gate_inprocess("review", str(FIXTURES / name), "-c", str(ROOT / "contracts" / f"{contract}.yaml"),
+                                   "-o", str(work / f"review-{name}"), "--db", db, "-q")
+        assert code == 0, out[-2000:]
+        logs[f"review {name}"] = out
     for rid in ("leak-a", "leak-b"):
         code, out = gate_inprocess("report-html", rid, "--db", db, "--out", str(work / f"report-{rid}"))
         assert code == 0, out
@@ -79,7 +84,7 @@ def record(tmp_path_factory):
 
 def test_no_planted_value_in_reports_logs_or_duckdb(record):
     work = record["work"]
-    paths = [work / "demo", *work.glob("score-*"), *work.glob("report-*")]
+    paths = [work / "demo", *work.glob("score-*"), *work.glob("report-*"), *work.glob("review-*")]
     assert (work / "report-leak-a" / "index.html").is_file() and (work / "demo" / "triage-faulty").is_dir()
     leaks = scan(record["planted"], paths=paths, duckdb_files=[record["db"]], texts=record["logs"])
     assert not leaks, "\n".join(map(str, leaks))
@@ -126,12 +131,14 @@ def _sources(db: str) -> dict[str, Any]:
         checks = {r: [c for (c,) in con.execute('SELECT DISTINCT "check" FROM findings WHERE run_id = ?',
                                                  [r]).fetchall()] for r in runs}
         counts = dict(con.execute("SELECT run_id, count(*) FROM findings GROUP BY run_id").fetchall())
+        reviews = [r for (r,) in con.execute("SELECT DISTINCT review_id FROM review_queue ORDER BY 1").fetchall()]
     assert len(releases) >= 2 and runs and any(checks.values())
     from gate.dashboard.pages import PAGE_SIZE
     from gate.service.jobs import REPORT_FILES
 
     return {  # parameter name -> its values; a callable gets the path parameters chosen so far
         "release_id": releases, "run_id": runs, "job_id": ["job-none"], "name": sorted(REPORT_FILES),
+        "review_id": reviews,
         "scorecard": [None, *scorecards], "verdict": [None, "PROMOTE", "BLOCK"],
         "a": releases, "b": releases, "check": lambda chosen: [None, *checks.get(chosen.get("run_id"), [])],
         "limit": [None], "status": [None], "next": [None],

@@ -5,6 +5,7 @@ following the model's log-likelihood margin, a planted conflict missing, raw tex
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -153,3 +154,41 @@ def test_a_classification_dataset_is_ranked_by_label_likelihood(tiny, tmp_path):
     assert {c.row_id: c.answer for c in cases} == {k: v[0] for k, v in want.items()}
     assert {c.row_id: c.margin for c in cases} == pytest.approx({k: v[1] for k, v in want.items()}, abs=1e-3)
     assert [c.margin for c in cases] == sorted((c.margin for c in cases), reverse=True)
+
+
+def test_the_dashboard_lists_queues_and_shows_one_masked_in_rank_order(tmp_path):
+    """The queue on the dashboard: listed with its counts, its cases in rank order, a raw e-mail that reached the
+    record (an older or buggy writer) masked again on the way out, an unknown queue a 404."""
+    pytest.importorskip("fastapi")
+    import duckdb
+    from fastapi.testclient import TestClient
+
+    from gate.dashboard.app import create_dashboard_app
+    from gate.service.auth import create_token
+
+    ds, db = tmp_path / "ds", str(tmp_path / "g.duckdb")
+    text = "Please write to jane.roe@example.org the app crashes on login every day since the update"
+    write_jsonl(ds / "train.jsonl", [triage_row(i) for i in range(4)] + [
+        triage_row(900, text, {"product": "mobile_app", "severity": "high", "next_action": "escalate_engineering"}),
+        triage_row(901, text, {"product": "mobile_app", "severity": "low", "next_action": "close"})])
+    res = run_gate("review", str(ds), "-c", str(CONTRACTS / "triage.yaml"), "--checks", "conflicting_answers",
+                   "-o", str(tmp_path / "out"), "--db", db, "-q")
+    assert res.returncode == 0, res.stderr
+    review_id = next(ln for ln in res.stdout.splitlines() if ln.startswith("review-")).split(":")[0]
+    con = duckdb.connect(db)
+    n = con.execute("SELECT count(*) FROM review_queue").fetchall()[0][0]
+    con.execute("INSERT INTO review_queue (review_id, \"rank\", reason, split, \"row\", detail, prompt) VALUES "
+                "(?, ?, 'conflicting_answers', 'train', 7, 'raw', ?)", [review_id, n + 1, text])
+    con.close()
+    token = create_token(db, "v", "viewer")
+    client = TestClient(create_dashboard_app(db), headers={"Authorization": f"Bearer {token}"})
+    listing = client.get("/review").text
+    row = listing.split('id="review-queues"', 1)[1].split("</table>", 1)[0]
+    assert review_id in row and f'<td class="num">{n + 1}</td>' in row
+    page = client.get(f"/review/{review_id}")
+    assert page.status_code == 200
+    ranks = [int(r) for r in re.findall(r'<tr><td class="num">(\d+)</td>', page.text)]
+    assert ranks == list(range(1, n + 2)) and "conflicting_answers" in page.text
+    assert "jane.roe" not in page.text and "jane.roe" not in listing
+    assert client.get("/review/review-none").status_code == 404
+    assert '<a href="/review">Review</a>' in client.get("/checks").text

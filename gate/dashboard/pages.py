@@ -227,6 +227,36 @@ def corrections(db: str, **ctx: Any) -> str:
     return _render("corrections.html", title="Corrections", **view, **ctx)
 
 
+def reviews(db: str, **ctx: Any) -> str:
+    """The hard-case queues (`gate review`), newest first, so a reviewer opens the one to work through."""
+    from gate.store.review import reviews_view
+
+    with _record(db) as con:
+        queues = reviews_view(con)
+    for q in queues:
+        q["dataset"] = _mask_text(q["dataset"] or "", None)
+    return _render("reviews.html", title="Review queues", queues=queues, **ctx)
+
+
+def review(db: str, review_id: str, **ctx: Any) -> str:
+    """One queue, first to read first: every quoted text masked again on the way out (the record holds masked
+    snippets already; the page must not become the leak if one ever did not)."""
+    from gate.store.review import review_cases
+
+    with _record(db) as con:
+        cases = review_cases(con, review_id)
+    if cases is None:
+        raise GateError(f"no review queue '{review_id}' in the record", file=db)
+    for c in cases:
+        for key in ("prompt", "gold", "answer"):
+            c[key] = _quoted(c[key])
+        c["detail"] = _mask_text(c["detail"] or "", None)
+        for key in ("dataset", "split", "row_id", "partner_id"):
+            if isinstance(c.get(key), str):
+                c[key] = _mask_text(c[key], None)
+    return _render("review.html", title=f"Review queue {review_id}", review_id=review_id, cases=cases, **ctx)
+
+
 def _identifiers(run: dict[str, Any]) -> Any:
     """A pattern of gate's own names in a run (its checks, rules, and rules without their check's prefix): they
     are no personal data, and the loose masker took "base64_high_entropy_string" for a token ("base*** 6")."""

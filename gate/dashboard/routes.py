@@ -180,6 +180,16 @@ async def corrections(request: Request) -> Response:
     return await _page(request, ("corrections",), lambda db, **ctx: pages.corrections(db, **ctx))
 
 
+@router.get("/review", name="dashboard_reviews", response_class=HTMLResponse)
+async def reviews(request: Request) -> Response:
+    return await _page(request, ("reviews",), lambda db, **ctx: pages.reviews(db, **ctx))
+
+
+@router.get("/review/{review_id}", name="dashboard_review", response_class=HTMLResponse)
+async def review(request: Request, review_id: str) -> Response:
+    return await _page(request, ("review", review_id), lambda db, **ctx: pages.review(db, review_id, **ctx))
+
+
 @router.get("/checks/{run_id}", name="dashboard_check_run", response_class=HTMLResponse)
 async def check_run(request: Request, run_id: str, check: str | None = None, rule: str | None = None,
                     split: str | None = None, severity: str | None = None, offset: int = 0) -> Response:

@@ -41,3 +41,32 @@ def queue_of(review_id: str, path: str | None = None) -> list[dict[str, Any]]:
         cur = con.execute(f"SELECT {cols} "
                           "FROM review_queue WHERE review_id = ? ORDER BY \"rank\"", [review_id])
         return [dict(zip(COLUMNS, r, strict=True)) for r in cur.fetchall()]
+
+
+def reviews_view(con: Any | None, limit: int = 100) -> list[dict[str, Any]]:
+    """The dashboard's list of queues, newest first: when, what was reviewed, by which model, cases per reason.
+    Empty without a record or table."""
+    from gate.store.views import _iso, _rows, tables
+
+    if "review_queue" not in tables(con):
+        return []
+    assert con is not None
+    queues = _rows(con.execute(
+        f"SELECT review_id, {_iso('any_value(created_at)')} AS created_at, any_value(dataset) AS dataset, "
+        "any_value(model) AS model, any_value(engine) AS engine, count(*) AS cases, "
+        "count(*) FILTER (WHERE reason = 'model_disagrees') AS disagreements, "
+        "count(*) FILTER (WHERE reason = 'conflicting_answers') AS conflicts "
+        "FROM review_queue GROUP BY review_id ORDER BY any_value(created_at) DESC, review_id LIMIT ?", [limit]))
+    return queues
+
+
+def review_cases(con: Any | None, review_id: str) -> list[dict[str, Any]] | None:
+    """One queue's cases in rank order; None when the record has no such queue."""
+    from gate.store.views import _rows, tables
+
+    if "review_queue" not in tables(con):
+        return None
+    assert con is not None
+    cols = ", ".join(f'"{c}"' for c in COLUMNS if c != "created_at")
+    cases = _rows(con.execute(f'SELECT {cols} FROM review_queue WHERE review_id = ? ORDER BY "rank"', [review_id]))
+    return cases or None
