@@ -92,10 +92,11 @@ def main() -> None:
     rows = load_source(args.source, args.rows)
     base_pairs, _, base_counts, base_cpu = run_check(rows, contract)
     results = [measure(rows, contract, base_pairs, float(rate), args.seed) for rate in args.flip_rates.split(",")]
+    labels = hand_labels(args.source, base_pairs)
     res = {"dataset": f"sahil280114/codealpaca {SOURCES[args.source][1]}", "source": args.source, "rows": len(rows),
            "seed": args.seed, "prompt_threshold": 0.8, "answer_threshold": 0.5,
            "pairs_reported_before_flips": len(base_pairs), "base_counts": base_counts,
-           "cpu_seconds_clean": round(base_cpu, 2), "runs": results,
+           "cpu_seconds_clean": round(base_cpu, 2), "runs": results, "hand_labels": labels,
            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     out = ROOT / "bench" / "results"
     (out / "conflicts.json").write_text(json.dumps(res, indent=2) + "\n")
@@ -129,6 +130,26 @@ def measure(rows: list[dict[str, Any]], contract: Any, base_pairs: set[tuple[int
             "templated_pairs_left_out": counts.get("templated_pairs", 0), "cpu_seconds": round(cpu, 2)}
 
 
+LABELS = ROOT / "bench" / "conflicts_labels.jsonl"
+
+
+def hand_labels(source: str, pairs: set[tuple[int, int]]) -> dict[str, Any]:
+    """The published pairs as labelled by hand (bench/conflicts_labels.jsonl: each pair read in full, both programs
+    run in the head on the prompt's input): which are labelled, which are not (a pair the labels do not know is
+    reported as unlabelled, never guessed)."""
+    labelled = {}
+    for line in LABELS.read_text().splitlines() if LABELS.is_file() else []:
+        d = json.loads(line)
+        if d["source"] == source:
+            labelled[tuple(d["rows"])] = d
+    got = [labelled[p] for p in sorted(pairs) if p in labelled]
+    counts: dict[str, int] = {}
+    for d in got:
+        counts[d["label"]] = counts.get(d["label"], 0) + 1
+    return {"labelled": len(got), "unlabelled": len(pairs) - len(got), "counts": counts,
+            "examples": [d for d in got if d["label"] != "equivalent"]}
+
+
 def render_md(r: dict[str, Any]) -> str:
     lines = [
         "# `conflicting_answers` on Code Alpaca with injected label flips", "",
@@ -154,6 +175,24 @@ def render_md(r: dict[str, Any]) -> str:
               "instructions, so the counts are small). Precision over all pairs is diluted by the published "
               "disagreements above; the last column counts only the pairs that appeared with the flips. "
               f"CPU: {r['cpu_seconds_clean']} s for the published data.", ""]
+    h = r.get("hand_labels") or {}
+    if h.get("labelled"):
+        c = h["counts"]
+        lines += ["## The published pairs, labelled by hand", "",
+                  f"{h['labelled']} of the {r['pairs_reported_before_flips']} pairs read in full "
+                  f"({h['unlabelled']} unlabelled; labels in bench/conflicts_labels.jsonl). Every pair is one "
+                  "request (\"Implement\" / \"Write\" / \"Design\" a function that ...) answered by two programs, so "
+                  "by the check's definition (one input taught two outputs) every one is label noise a reviewer "
+                  "should settle. Read by behaviour (what each program does on the prompt's input):", "",
+                  "| label | pairs |", "| --- | --- |"]
+        lines += [f"| {k} | {v} |" for k, v in sorted(c.items(), key=lambda kv: -kv[1])]
+        lines += ["", *(f"- rows {d['rows'][0]} / {d['rows'][1]}: {d['label']}: {d['why']}" for d in h["examples"]),
+                  "", "Reading: on code, the check finds two programs for one request, not two behaviours: "
+                  f"{c.get('behaviour differs', 0)} of {h['labelled']} pairs compute another result on the given "
+                  f"input, {c.get('latent defect', 0)} more hold a defect in one program that the given input does "
+                  "not show, the rest are the same algorithm written twice. Whether two programs behave alike is "
+                  "not decided by gate (that needs running them); a team that keeps several programs per request "
+                  "on purpose sets `answer_threshold` lower or leaves the check out for that contract.", ""]
     return "\n".join(lines)
 
 
