@@ -32,6 +32,7 @@ from gate.export.formats import (
     think_form,
 )
 from gate.io.digest import sha256_file
+from gate.io.rows import iter_dataset
 
 #: The chat template a nemo-automodel export writes next to its rows when the model's template needs dict
 #: tool-call arguments (the recipe's `dataset.chat_template`; `gate train` picks it up from the manifest).
@@ -48,17 +49,6 @@ class ExportOutcome:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
-
-
-def _rows(dataset: str) -> Any:
-    from gate.io.dataset import SplitStats, discover, iter_chunks
-    from gate.io.rows import parse_chunk
-
-    for src in discover(dataset):
-        stats = SplitStats(src.split, src.display, src.format)
-        for chunk in iter_chunks(src, stats):
-            for line, row in parse_chunk(chunk):
-                yield src.split, line, row, stats
 
 
 def _template_facts(contract: Contract | None, tokenizer: TokenizerRef | None) -> tuple[
@@ -131,7 +121,7 @@ def export_dataset(dataset: str, fmt: str, out: str, *, contract: Contract | Non
     seen = {"tools": 0, "reasoning": 0}
 
     def converted() -> Any:
-        for split, line, row, stats in _rows(dataset):
+        for split, line, row, stats in iter_dataset(dataset):
             inputs[split] = stats
             read[split] = read.get(split, 0) + 1
             try:

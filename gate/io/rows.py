@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +163,19 @@ def _drop_arrow_nulls(obj: dict[str, Any]) -> dict[str, Any]:
                     for c in m["tool_calls"]
                 ]
     return obj
+
+
+def iter_dataset(dataset: str, splits: Callable[[str], bool] | None = None
+                 ) -> Iterator[tuple[str, int, dict[str, Any], Any]]:
+    """(split, line, row, the split's stats) of every split of a dataset (or those `splits` keeps, the others not
+    read), in file order: the one reader of parsed rows for the use cases that walk a dataset themselves (export,
+    review), with the checks' limits and errors."""
+    from gate.io.dataset import SplitStats, discover, iter_chunks
+
+    for src in discover(dataset):
+        if splits is not None and not splits(src.split):
+            continue
+        stats = SplitStats(src.split, src.display, src.format)
+        for chunk in iter_chunks(src, stats):
+            for line, row in parse_chunk(chunk):
+                yield src.split, line, row, stats

@@ -115,20 +115,14 @@ def _response_turn(resp: Any) -> dict[str, Any]:
 
 def _training_rows(dataset: str, contract: Any, limit: int | None) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """(split, line, row) of the training splits, in file order, at most `limit` rows."""
-    from gate.io.dataset import SplitStats, discover, iter_chunks
-    from gate.io.rows import parse_chunk
+    from gate.io.rows import iter_dataset
 
     n = 0
-    for src in discover(dataset):
-        if contract.split_kind(src.split) != "train":
-            continue
-        stats = SplitStats(src.split, src.display, src.format)
-        for chunk in iter_chunks(src, stats):
-            for line, row in parse_chunk(chunk):
-                if limit is not None and n >= limit:
-                    return
-                n += 1
-                yield src.split, line, row
+    for split, line, row, _ in iter_dataset(dataset, lambda s: contract.split_kind(s) == "train"):
+        if limit is not None and n >= limit:
+            return
+        n += 1
+        yield split, line, row
 
 
 def model_cases(dataset: str, contract: Any, engine: Any, *, scorecard: Any = None, limit: int | None = None,
