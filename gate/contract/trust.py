@@ -142,6 +142,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("checks", "pii", "thresholds"): Rule(WALK, {}),
     ("checks", "pii", "thresholds", "*"): Rule(MAX),
     ("checks", "pii", "roles"): Rule(REQUIRED),
+    # more quasi-identifiers: more entity types that fail the gate only beside a direct identifier
+    ("checks", "pii", "quasi_identifiers"): Rule(ALLOWED, ("PERSON", "LOCATION", "NRP", "DATE_TIME")),
     ("checks", "secret", "detect_secrets"): Rule(TRUE_STRICT),
     ("checks", "secret", "own_patterns"): Rule(TRUE_STRICT),
     ("checks", "secret", "plugins"): Rule(REQUIRED),

@@ -27,6 +27,10 @@ PATTERN_ENTITIES: tuple[str, ...] = (
 )
 #: Entities that only a NER model finds; used when `use_ner` and the model is installed.
 NER_ENTITIES: tuple[str, ...] = ("PERSON", "LOCATION")
+#: Entities that identify nobody on their own (quasi-identifiers: a name, a place, a nationality, a date): a
+#: finding of one fails the gate only when its row also holds a direct identifier (an e-mail, a phone number, a card,
+#: an address...), which links it to a person; alone it is a warning for a reviewer.
+QUASI_ENTITIES: tuple[str, ...] = ("PERSON", "LOCATION", "NRP", "DATE_TIME")
 #: Recognisers measured as mostly noise on chat text; never enabled by default, listed so a user can opt in.
 NOISY_ENTITIES: tuple[str, ...] = (
     "DATE_TIME", "US_DRIVER_LICENSE", "US_BANK_NUMBER", "UUID", "MEDICAL_LICENSE", "US_PASSPORT", "US_ITIN",

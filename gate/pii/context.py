@@ -330,6 +330,28 @@ def lone_name(text: str, start: int, end: int) -> bool:
     return not any(_NAMING.search(text, max(0, s - 40), s) for s in _list_starts(text, start))
 
 
+def _clause_after(text: str, end: int) -> str:
+    """The text of the sentence after `end` (at most `_WINDOW` characters)."""
+    right = text[end:end + _WINDOW]
+    m = _CLAUSE_END.search(right)
+    return right[:m.start()] if m else right
+
+
+def names_a_person(text: str, start: int, end: int) -> bool:
+    """True when the PERSON `text[start:end]` is tied to someone real in the conversation: introduced, greeted,
+    signed or handed over ("my name is", "Hi", "Thanks,", "ask for": `_NAMING`, for every name of its list), or
+    named in a sentence where the writer speaks ("X from our office placed the order", "my manager X").
+
+    Without either, a name is a character of a story or a word problem, a public figure asked about ("tell me
+    about Angela Merkel": the writer as the one a request is for does not count), or a product that reads as a
+    name: it identifies nobody on its own (the real-data bench labelled 738 such findings false).
+    """
+    if any(_NAMING.search(text, max(0, s - 40), s) for s in _list_starts(text, start)):
+        return True
+    sentence = _clause_before(text, start) + " " + _clause_after(text, end)
+    return bool(_PERSONAL.search(_FOR_ME.sub(" ", sentence)))
+
+
 #: A name before a list joint: "Teresa and ", "Teresa, ", "Teresa & " (title-case word, then the joint).
 _LISTED_BEFORE = re.compile(r"[A-ZÀ-ÞĀ-Ž][\w'’\-]*(?:,[ \t]*(?:and|&|or)?|[ \t]+(?:and|&|or))[ \t]+$")
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from gate.data.runner import run_checks
 from tests.conftest import triage_row, write_jsonl
@@ -149,3 +152,46 @@ def test_each_distinct_text_is_scanned_once_per_run(triage_contract) -> None:
     assert ner.misses - sent[("pii_scan.hits", scanner.pii_config)] == distinct_user
     assert ner.hits > 0
     assert any(h.entity_type == "EMAIL_ADDRESS" for fs in later for f in fs for h in f.pii)
+
+
+def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person(tmp_path, triage_contract) -> None:
+    """A quasi-identifier alone (a word problem's character, a public figure asked about, the writer's city with
+    nothing else about them) is a warning; a name the writer introduces or hands over, or any name or place in a
+    row that also holds an e-mail or a phone number, is an error. On the real-data bench 738 PERSON and 450
+    LOCATION findings of that first kind failed the gate, all labelled false (bench/results/real_data.md)."""
+    from gate.contract import load_contract
+
+    texts = {
+        "story": "Danny Ortega collects bottle caps. He found 58 at the park and threw away 25.",
+        "public": "Tell me about Angela Merkel and her years as chancellor of Germany.",
+        "city": "We moved to Leeds last year and the app still shows the old currency.",
+        "intro": "Hello, my name is Margaret Holloway and I am the account owner of this subscription.",
+        "handover": "Marcus Brennan from our office placed the order, so ask for him if you call back.",
+        "linked": "Jack Harlow has 5 apples and gives 2 away. Write to jack.harlow@gmail.com for the invoice.",
+    }
+    rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
+    for r, rid in zip(rows, texts, strict=True):
+        r["id"] = f"tri-{rid}"
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    got: dict[str, set[tuple[str, str]]] = {}
+    for f in run.results[0].findings:
+        got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    assert got["story"] == {("pii.PERSON", "warning")}, got
+    assert got["public"] == {("pii.PERSON", "warning")}, got
+    assert got["city"] == {("pii.LOCATION", "warning")}, got
+    assert got["intro"] == {("pii.PERSON", "error")}, got
+    assert got["handover"] == {("pii.PERSON", "error")}, got
+    assert got["linked"] == {("pii.PERSON", "error"), ("pii.EMAIL_ADDRESS", "error")}, got
+    assert run.results[0].status == "fail"  # the linked rows fail the gate; the warnings alone would not
+    alone = [f for f in run.results[0].findings if f.severity == "warning"]
+    assert all("nothing in its row links it to a person" in f.message for f in alone)
+    # a contract that wants every name and place to fail says so: `quasi_identifiers: []`
+    raw = yaml.safe_load(Path(triage_contract.path).read_text())
+    raw.setdefault("checks", {}).setdefault("pii", {})["quasi_identifiers"] = []
+    raw["evaluation_sets"] = [str((Path(triage_contract.path).parent / e).resolve())
+                              for e in raw.get("evaluation_sets") or []]
+    (tmp_path / "strict.yaml").write_text(yaml.safe_dump(raw))
+    run = run_checks(str(tmp_path / "d"), load_contract(tmp_path / "strict.yaml"), checks=["pii"], workers=1,
+                     progress=False)
+    assert {f.severity for f in run.results[0].findings} == {"error"}

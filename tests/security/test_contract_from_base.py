@@ -138,6 +138,8 @@ LOOSENINGS = [
     ("checks", {"contamination": {"eval_splits": []}}),
     ("checks", {"secret": {"detect_secrets": False}}),
     ("checks", {"future_check": {"anything": 1}}),  # a key the table does not know
+    # more entity types that fail only beside a direct identifier
+    ("checks", {"pii": {"quasi_identifiers": ["PERSON", "LOCATION", "NRP", "DATE_TIME", "EMAIL_ADDRESS"]}}),
 ]
 
 
@@ -162,6 +164,8 @@ TIGHTENINGS = [
     ("description", "anything"),
     ("sources", ["phone", "web_form", "chat", "email"]),  # the same set in another order
     ("messages.roles", ["assistant", "user", "system"]),
+    ("checks", {"pii": {"quasi_identifiers": []}}),  # every entity an error
+    ("checks", {"pii": {"quasi_identifiers": ["PERSON", "LOCATION", "NRP", "DATE_TIME"]}}),  # the default, written
 ]
 
 

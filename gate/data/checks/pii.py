@@ -17,7 +17,7 @@ from gate.contract.file_schema import ROLES, check_options
 from gate.data.base import Batch, Check, CheckResult, Finding
 from gate.data.pii_scan import RowScanner
 from gate.data.scrub_rules import ScrubRules
-from gate.pii.config import PiiConfig, SecretConfig
+from gate.pii.config import QUASI_ENTITIES, PiiConfig, SecretConfig
 
 _PII, _SECRET = PiiConfig(), SecretConfig()  # the defaults the options schemas document (stdlib-only module)
 
@@ -77,25 +77,34 @@ class _DetectorCheck(Check):
     def _describe(self, hit: Any) -> tuple[str, str]:
         raise NotImplementedError
 
+    def _severity(self, hit: Any, text: str, row_hits: list[Any]) -> tuple[str, str]:
+        """(severity, what the message adds) of one hit in `text` among every hit of its row: an error by default."""
+        return "error", ""
+
     def map(self, batch: Batch) -> Any:
         scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
         texts = kept = 0
         todo: list[tuple[int, str | None, Any, list[Any]]] = []
+        in_row: list[list[Any]] = []  # per entry of `todo`: every hit of its row (all fields)
         for (line, row), fields in zip(batch.rows, scanned, strict=True):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
+            row_hits: list[Any] = []
             for fh in fields:
                 hits = [h for h in self._hits(fh) if self._scrub.hit_operator(h) != "keep"]
                 kept += len(self._hits(fh)) - len(hits)
                 if hits:
                     todo.append((line, rid, fh, hits))
+                    in_row.append(row_hits)
+                    row_hits.extend(hits)
         snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
-        for (line, rid, fh, hits), shown in zip(todo, snippets, strict=True):
+        for (line, rid, fh, hits), shown, row_hits in zip(todo, snippets, in_row, strict=True):
             for hit, snip in zip(hits, shown, strict=True):
                 rule, message = self._describe(hit)
-                findings.append(Finding(self.name, batch.split, line, fh.path, rule, "error",
-                                        f"{message} at characters {hit.start}-{hit.end}", snip, rid))
+                severity, why = self._severity(hit, fh.text, row_hits)
+                findings.append(Finding(self.name, batch.split, line, fh.path, rule, severity,
+                                        f"{message}{why} at characters {hit.start}-{hit.end}", snip, rid))
         return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts, "kept_by_scrub_rule": kept})
 
     def _snippets(self, todo: list[tuple[int, str | None, Any, list[Any]]]) -> list[list[str | None]]:
@@ -148,10 +157,36 @@ class PiiCheck(_DetectorCheck):
                           "default": {}, "description": "Extra words per entity type that raise a nearby hit's "
                                                         "score (presidio's context enhancer)."},
         "roles": {**ROLES, "default": None, "description": "Roles whose messages are read (null: every role)."},
+        "quasi_identifiers": {"type": "array", "items": {"type": "string"}, "default": list(QUASI_ENTITIES),
+                              "description": "Entity types that identify nobody on their own (a name, a place): "
+                                             "a warning unless something links them to a person: another entity "
+                                             "type in the same row (an e-mail, a phone number...) or, for a name, "
+                                             "an introduction, greeting or sign-off, or the writer speaking in its "
+                                             "sentence; then an error. [] makes every entity an error."},
     })
+
+    def __init__(self, contract: Contract) -> None:
+        super().__init__(contract)
+        quasi = contract.options(self.name).get("quasi_identifiers", QUASI_ENTITIES)
+        self._quasi = frozenset(quasi) if isinstance(quasi, list | tuple) else frozenset(QUASI_ENTITIES)
 
     def _hits(self, fh: Any) -> list[Any]:
         return fh.pii
+
+    def _severity(self, hit: Any, text: str, row_hits: list[Any]) -> tuple[str, str]:
+        """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
+        identifier in the same row (an e-mail, a phone number...), or, for a name, a sentence that introduces,
+        greets or hands over someone, or in which the writer speaks (`gate.pii.context.names_a_person`). Alone it
+        identifies nobody (a story's character, a city of an anonymous request, a public figure asked about): a
+        warning a reviewer reads, not a failed gate."""
+        if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in row_hits):
+            return "error", ""
+        if hit.entity_type == "PERSON":
+            from gate.pii.context import names_a_person
+
+            if names_a_person(text, hit.start, hit.end):
+                return "error", ""
+        return "warning", ", alone: nothing in its row links it to a person,"
 
     def _describe(self, hit: Any) -> tuple[str, str]:
         return f"pii.{hit.entity_type}", f"possible {hit.entity_type} (score {hit.score:.2f}, {hit.recognizer})"
