@@ -172,6 +172,10 @@ def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person
     rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
     for r, rid in zip(rows, texts, strict=True):
         r["id"] = f"tri-{rid}"
+    persona = triage_row(99, "Who are you?")  # the model introducing its persona names no person
+    persona["id"] = "tri-persona"
+    persona["messages"][-1]["content"] = "My name is Vicuna, and I'm a language model trained by researchers."
+    rows.append(persona)
     write_jsonl(tmp_path / "d" / "train.jsonl", rows)
     run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
     got: dict[str, set[tuple[str, str]]] = {}
@@ -179,6 +183,7 @@ def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person
         got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
     assert got["story"] == {("pii.PERSON", "warning")}, got
     assert got["public"] == {("pii.PERSON", "warning")}, got
+    assert got["persona"] == {("pii.PERSON", "warning")}, got
     assert got["city"] == {("pii.LOCATION", "warning")}, got
     assert got["intro"] == {("pii.PERSON", "error")}, got
     assert got["handover"] == {("pii.PERSON", "error")}, got

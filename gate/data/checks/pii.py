@@ -77,8 +77,9 @@ class _DetectorCheck(Check):
     def _describe(self, hit: Any) -> tuple[str, str]:
         raise NotImplementedError
 
-    def _severity(self, hit: Any, text: str, row_hits: list[Any]) -> tuple[str, str]:
-        """(severity, what the message adds) of one hit in `text` among every hit of its row: an error by default."""
+    def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
+        """(severity, what the message adds) of one hit of field `fh` among every hit of its row: an error by
+        default."""
         return "error", ""
 
     def map(self, batch: Batch) -> Any:
@@ -102,7 +103,7 @@ class _DetectorCheck(Check):
         for (line, rid, fh, hits), shown, row_hits in zip(todo, snippets, in_row, strict=True):
             for hit, snip in zip(hits, shown, strict=True):
                 rule, message = self._describe(hit)
-                severity, why = self._severity(hit, fh.text, row_hits)
+                severity, why = self._severity(hit, fh, row_hits)
                 findings.append(Finding(self.name, batch.split, line, fh.path, rule, severity,
                                         f"{message}{why} at characters {hit.start}-{hit.end}", snip, rid))
         return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts, "kept_by_scrub_rule": kept})
@@ -173,7 +174,7 @@ class PiiCheck(_DetectorCheck):
     def _hits(self, fh: Any) -> list[Any]:
         return fh.pii
 
-    def _severity(self, hit: Any, text: str, row_hits: list[Any]) -> tuple[str, str]:
+    def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
         """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
         identifier in the same row (an e-mail, a phone number...), or, for a name, a sentence that introduces,
         greets or hands over someone, or in which the writer speaks (`gate.pii.context.names_a_person`). Alone it
@@ -184,7 +185,7 @@ class PiiCheck(_DetectorCheck):
         if hit.entity_type == "PERSON":
             from gate.pii.context import names_a_person
 
-            if names_a_person(text, hit.start, hit.end):
+            if names_a_person(fh.text, hit.start, hit.end, model_speaks=fh.role == "assistant"):
                 return "error", ""
         return "warning", ", alone: nothing in its row links it to a person,"
 
