@@ -6,21 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONTRACTS, FIXTURES, ROOT, run_gate, triage_row, write_jsonl
+from tests.conftest import CONTRACTS, FIXTURES, run_gate, triage_row, write_jsonl
 
 
 @pytest.fixture(scope="module")
-def tiny() -> Path:
-    sys.path.insert(0, str(ROOT / "fixtures"))
-    try:
-        from build_tiny_model import build
-    finally:
-        sys.path.pop(0)
+def tiny():
+    from fixtures.build_tiny_model import build
+
     return build(lora=False)[0]
 
 

@@ -5,7 +5,6 @@ queue or the corrections not recorded, raw text of a row in a job's files or res
 writes half a copy, a path outside the roots."""
 
 import json
-import sys
 import time
 
 import pytest
@@ -17,7 +16,7 @@ from fastapi.testclient import TestClient
 from gate.service.app import create_app
 from gate.service.auth import create_token
 from gate.service.config import ServiceConfig
-from tests.conftest import CONTRACTS, FIXTURES, ROOT, triage_row, write_jsonl
+from tests.conftest import CONTRACTS, FIXTURES, triage_row, write_jsonl
 
 SECRET = "jane.roe@example.org"
 
@@ -36,11 +35,8 @@ def _wait(c, job_id, token, limit_s=240):
 
 @pytest.fixture(scope="module")
 def tiny():
-    sys.path.insert(0, str(ROOT / "fixtures"))
-    try:
-        from build_tiny_model import build
-    finally:
-        sys.path.pop(0)
+    from fixtures.build_tiny_model import build
+
     return build(lora=False)[0]
 
 
