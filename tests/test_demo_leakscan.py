@@ -153,3 +153,22 @@ def test_every_page_of_a_paged_check_run_is_scanned(tmp_path):
     urls = _page_urls(route, _page_sources(db))
     assert f"/checks/{run}?offset={PAGE_SIZE}" in urls and f"/checks/{run}?offset={2 * PAGE_SIZE}" in urls
     assert f"/checks/{run}" in urls and f"/checks/{run}?check=contract" in urls
+
+
+def test_every_dashboard_route_has_values_in_the_scan_and_a_review_queue_is_read(tmp_path):
+    """The review pages were added without values for `review_id` in the demo's scan: the demo failed at its leak
+    scan. Every route of the app must be enumerable, and a recorded queue's page is among the URLs."""
+    from gate.dashboard.app import create_dashboard_app
+    from gate.demo.leakscan import _get_routes, _page_sources, _page_urls
+    from tests.conftest import CONTRACTS, FIXTURES, gate_inprocess
+    from tests.dashboard_seed import seed_check_run
+
+    db = str(tmp_path / "g.duckdb")
+    seed_check_run(db)
+    code, text = gate_inprocess("review", str(FIXTURES / "triage-faulty"), "-c", str(CONTRACTS / "triage.yaml"),
+                                "--checks", "conflicting_answers", "-o", str(tmp_path / "review"), "--db", db, "-q")
+    assert code == 0, text
+    review_id = next(ln for ln in text.splitlines() if ln.startswith("review-")).split(":")[0]
+    sources = _page_sources(db)
+    urls = [u for r in _get_routes(create_dashboard_app(db)) for u in _page_urls(r, sources)]
+    assert f"/review/{review_id}" in urls and "/review" in urls

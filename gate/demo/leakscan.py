@@ -205,7 +205,7 @@ def _page_sources(db: str) -> dict[str, Any]:
         pairs = list(itertools.product(releases, releases))
     else:
         pairs = list(itertools.pairwise(releases))
-    return {"release_id": releases, "run_id": runs, "scorecard": [None, *scorecards],
+    return {"release_id": releases, "run_id": runs, "review_id": ids["reviews"], "scorecard": [None, *scorecards],
             "verdict": [None, "PROMOTE", "BLOCK"], "(a, b)": pairs,
             "check": lambda chosen: [None, *checks.get(chosen.get("run_id"), [])], "next": [None],
             # every finding is on some page: the unfiltered pages at each offset (a filter only narrows them)

@@ -39,8 +39,8 @@ def column_texts(path: str | Path) -> list[tuple[str, str, str]]:
 
 
 def page_ids(db: str) -> dict[str, Any]:
-    """The ids the dashboard's routes take, from the record: release ids, scorecards, check run ids, and each
-    check run's checks and findings count (empty for tables not made yet)."""
+    """The ids the dashboard's routes take, from the record: release ids, scorecards, check run ids, each check
+    run's checks and findings count, review queue ids (empty for tables not made yet)."""
     import duckdb
 
     con = duckdb.connect(db, read_only=True)
@@ -56,9 +56,12 @@ def page_ids(db: str) -> dict[str, Any]:
                                                  [r]).fetchall()] for r in runs} if "findings" in have else {}
         findings = {r: int(con.execute("SELECT count(*) FROM findings WHERE run_id = ?", [r]).fetchone()[0])
                     for r in runs} if "findings" in have else {}
+        reviews = [r for (r,) in con.execute("SELECT DISTINCT review_id FROM review_queue ORDER BY 1").fetchall()] \
+            if "review_queue" in have else []
     finally:
         con.close()
-    return {"releases": releases, "scorecards": scorecards, "runs": runs, "checks": checks, "findings": findings}
+    return {"releases": releases, "scorecards": scorecards, "runs": runs, "checks": checks, "findings": findings,
+            "reviews": reviews}
 
 
 def table_count(path: str | Path) -> int:
