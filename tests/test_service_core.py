@@ -90,7 +90,8 @@ def test_create_app_is_assembled_from_named_parts() -> None:
     path = GATE / "service" / "app.py"
     tree = ast.parse(path.read_text())
     top = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    for part in ("_submit_routes", "_job_routes", "_record_routes", "_token_routes", "_lifespan", "_require"):
+    for part in ("_submit_routes", "_review_routes", "_job_routes", "_record_routes", "_token_routes", "_lifespan",
+                 "_require"):
         assert part in top, part
     long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno + 1 > 80}

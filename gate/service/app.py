@@ -83,8 +83,8 @@ def _sweep_orphan_uploads(cfg: ServiceConfig) -> None:
 def create_app(cfg: ServiceConfig) -> FastAPI:
     """The service for one configuration; the job worker starts and stops with the app's lifespan.
 
-    Assembled from named parts, one per area (submitting work, jobs, reads of the record, tokens, release moves,
-    the dashboard), in the order their routes are matched."""
+    Assembled from named parts, one per area (submitting work, review work, jobs, reads of the record, tokens,
+    release moves, the dashboard), in the order their routes are matched."""
     runner = JobRunner(cfg) if cfg.run_jobs else None
     app = FastAPI(title="gate", version=__version__, lifespan=_lifespan(cfg, runner),
                   description="Data-and-evaluation gatekeeper: dataset checks, score runs, decisions and releases.")
@@ -95,6 +95,7 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
     queue = _queue(cfg, runner)
     app.add_api_route("/health", health, methods=["GET"], tags=["service"])
     app.include_router(_submit_routes(cfg, require, queue))
+    app.include_router(_review_routes(cfg, require, queue))
     app.include_router(_job_routes(cfg, require))
     app.include_router(_record_routes(cfg, require))
     app.include_router(_token_routes(cfg, require))
@@ -167,8 +168,7 @@ def _queue(cfg: ServiceConfig, runner: JobRunner | None) -> Queue:
 
 
 def _submit_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRouter:
-    """Work handed to the job queue: a check of a dataset under a root or uploaded, a score run, a review queue,
-    corrections applied to a copy."""
+    """Work handed to the job queue: a check of a dataset under a root or uploaded, a score run."""
     Checker = Annotated[Principal, Depends(require(Perm.submit_check))]
     Scorer = Annotated[Principal, Depends(require(Perm.submit_score))]
     router = APIRouter()
@@ -223,6 +223,14 @@ def _submit_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRou
                 if params.get(key):
                     params[key] = _confine(cfg, params[key], key)
         return queue("score", params, who)
+
+    return router
+
+
+def _review_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRouter:
+    """Data review handed to the job queue: the hard-case queue of a dataset, corrections applied to a copy."""
+    Checker = Annotated[Principal, Depends(require(Perm.submit_check))]
+    router = APIRouter()
 
     @router.post("/reviews", status_code=202, tags=["review"])
     def submit_review(body: ReviewRequest, who: Checker) -> dict[str, Any]:
