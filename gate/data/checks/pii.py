@@ -162,8 +162,9 @@ class PiiCheck(_DetectorCheck):
                               "description": "Entity types that identify nobody on their own (a name, a place): "
                                              "a warning unless something links them to a person: another entity "
                                              "type in the same row (an e-mail, a phone number...) or, for a name, "
-                                             "an introduction, greeting or sign-off, or the writer speaking in its "
-                                             "sentence; then an error. [] makes every entity an error."},
+                                             "an introduction, greeting, sign-off or hand-over beside it, or the "
+                                             "writer's relation to them; then an error. [] makes every entity an "
+                                             "error."},
     })
 
     def __init__(self, contract: Contract) -> None:
@@ -176,8 +177,8 @@ class PiiCheck(_DetectorCheck):
 
     def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
         """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
-        identifier in the same row (an e-mail, a phone number...), or, for a name, a sentence that introduces,
-        greets or hands over someone, or in which the writer speaks (`gate.pii.context.names_a_person`). Alone it
+        identifier in the same row (an e-mail, a phone number...), or, for a name, an introduction, greeting,
+        sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`). Alone it
         identifies nobody (a story's character, a city of an anonymous request, a public figure asked about): a
         warning a reviewer reads, not a failed gate."""
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in row_hits):
