@@ -178,9 +178,9 @@ class PiiCheck(_DetectorCheck):
     def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
         """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
         identifier in the same row (an e-mail, a phone number...), or, for a name, an introduction, greeting,
-        sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`). Alone it
-        identifies nobody (a story's character, a city of an anonymous request, a public figure asked about): a
-        warning a reviewer reads, not a failed gate."""
+        sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`).
+        Alone it identifies nobody (a story's character, a city of an anonymous request, a public figure asked
+        about): a warning a reviewer reads, not a failed gate."""
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in row_hits):
             return "error", ""
         if hit.entity_type == "PERSON":
