@@ -170,6 +170,36 @@ def not_routable_ip(value: str) -> bool:
     return any(ip.version == net.version and ip in net for net in _LOCAL_NETS)
 
 
+def not_a_host_address(text: str, start: int, end: int) -> bool:
+    """True when the address-shaped `text[start:end]` names no host: four numbers cut out of a longer dotted
+    sequence (an object identifier `1.3.6.1.5.2.3.1`, a version `5.2.3.3` after `1.3.6.1.`), or a netmask
+    (`255.255.255.0`: ones then zeros, a network's size, not a machine)."""
+    if (start >= 2 and text[start - 1] == "." and text[start - 2].isdigit()) or (
+            end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit()):
+        return True
+    try:
+        ip = ipaddress.ip_address(text[start:end].strip("[]()'\" "))
+    except ValueError:
+        return False
+    if ip.version != 4 or not str(ip).startswith("255."):
+        return False
+    bits = int(ip)
+    inverted = ~bits & 0xFFFFFFFF
+    return inverted & (inverted + 1) == 0  # the zeros are one run at the end
+
+
+#: A number named as an identifier right before it: "with id 12345-67890", "order no. 4155550134", "SKU: 555-01".
+_ID_LABEL = re.compile(r"(?i)\b(?:ids?|identifier|sku|serial|ticket|order|invoice|tracking|reference|ref)"
+                       r"\s*(?:#|no\.?|number|num)?\s*[:=#]?\s*$")
+
+
+def labelled_an_id(text: str, start: int) -> bool:
+    """True when the word right before the number names it an identifier (an id, an order, a ticket, a SKU): a
+    phone number is announced as one ("call", "phone"), an id by its label; on the real-data bench "When will size
+    40 be ready with id 12345-67890?" failed the gate as a phone number."""
+    return bool(_ID_LABEL.search(text, max(0, start - 24), start))
+
+
 def not_a_phone_shape(text: str, start: int, end: int) -> bool:
     """True when the phone-shaped `text[start:end]` is a plain number or a count: digits only (no "+",
     bracket or separator: an amount, an id, a Unix time such as 1633972405) with no phone word ("call",
@@ -388,3 +418,32 @@ def _list_starts(text: str, start: int) -> list[int]:
             break
         starts.append(m.start())
     return starts
+
+
+# ------------------------------------------------------------------------------------------------------ examples
+
+#: What introduces an example in documentation: "e.g.", "for example", "such as", "in the format", "sample".
+_EXAMPLE_WORD = (r"(?:\be\.\s?g\.|\bi\.\s?e\.|\bfor\s+(?:example|instance)|\bexamples?\b|\bsample\b|\bsuch\s+as"
+                 r"|\bformat(?:ted)?\b(?:\s+(?:as|of|like))?|\blike(?=\s*[\"'`]))")
+#: ...then, before the value, at most a few earlier quoted examples ("'name@example.com' or '...'") and a quote.
+_QUOTED = r"(?:[\"'`\u2018\u201c][^\"'`\u2019\u201d\n]{0,80}[\"'`\u2019\u201d]\s*(?:,|or|and|/)\s*)"
+#: The value opens the example or stands inside its quotes ("Springfield" in "e.g. '123 Main St, Springfield'").
+_EXAMPLE_BEFORE = re.compile(r"(?i)" + _EXAMPLE_WORD + r"\s*[,:]?\s*" + _QUOTED
+                             + r"{0,3}(?:[\"'`\u2018\u201c][^\"'`\u2019\u201d\n]{0,80}|[(\[]?\s*)$")
+#: A JSON schema's own example values: `"default": "default@example.com"`, `"examples": ["+12345678900"]`.
+_SCHEMA_VALUE_BEFORE = re.compile(r"(?i)[\"'](?:default|examples?|placeholder)[\"']\s*:\s*\[?\s*[\"']$")
+
+
+def given_as_example(text: str, start: int) -> bool:
+    """True when the value at `start` is written as an example in documentation: right after "e.g.", "for
+    example", "such as", "in the format", "like '...'" (possibly after other quoted examples: "in the format
+    'name@example.com' or '+12345678900'"), or as a JSON schema's `default`, `example(s)` or `placeholder`.
+
+    Why: function-calling data carries its tools' documentation, and that documentation shows the shape of a
+    value with a made-up one ("the pickup address, e.g. '123 Main St, Springfield, IL'"); on the real-data bench
+    these were most of the phone numbers, e-mails and street addresses that failed the gate. The value is still
+    reported (a warning): a real one written as an example is rare, and a reviewer sees it. Part of a quoted
+    example counts too ("Springfield" in "e.g. '123 Main St, Springfield, IL'")."""
+    return bool(_EXAMPLE_BEFORE.search(text, max(0, start - 240), start)
+                or _SCHEMA_VALUE_BEFORE.search(text, max(0, start - 24), start))
+

@@ -131,13 +131,14 @@ def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfi
     if entity_type == "PHONE_NUMBER":
         if not _phone_run(config.phone_min_digits).search(text, start, end):
             return True
-        return (bool(_ID_PREFIX.search(text, max(0, start - 16), start)) or context.in_arithmetic(text, start, end)
+        return (bool(_ID_PREFIX.search(text, max(0, start - 16), start)) or context.labelled_an_id(text, start)
+                or context.in_arithmetic(text, start, end)
                 or context.not_a_phone_shape(text, start, end) or context.in_decimal(text, start, end)
                 or context.not_routable_ip(text[start:end]))  # 192.168.1.100 read as a phone instead
     if entity_type == "CREDIT_CARD":
         return context.in_decimal(text, start, end)
     if entity_type == "IP_ADDRESS":
-        return context.not_routable_ip(text[start:end])
+        return context.not_routable_ip(text[start:end]) or context.not_a_host_address(text, start, end)
     if entity_type == "EMAIL_ADDRESS":
         return context.not_an_email(text[start:end])
     return False

@@ -200,3 +200,29 @@ def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person
     run = run_checks(str(tmp_path / "d"), load_contract(tmp_path / "strict.yaml"), checks=["pii"], workers=1,
                      progress=False)
     assert {f.severity for f in run.results[0].findings} == {"error"}
+
+
+def test_a_value_given_as_an_example_in_documentation_warns_and_links_nobody(tmp_path, triage_contract) -> None:
+    """Function-calling rows carry their tools' documentation, which shows a value's shape with a made-up one
+    ("For example, '123 Main St, Springfield, IL'", `"default": "default@example.com"`, "in the format
+    'name@example.com' or '+12345678900'"): on the real-data bench these were most of the phone numbers, e-mails
+    and street addresses that failed the gate. Such a value is a warning, and it does not make a name in the same
+    row an error; the same value written as the writer's own still fails."""
+    docs = ("Tools: {\"pickup\": {\"type\": \"string\", \"description\": \"Where the cab waits, as 'Street, City'. "
+            "For example, '123 Main St, Springfield, IL'.\", \"contact\": {\"description\": \"An e-mail or a phone "
+            "number, in the format 'name@example.com' or '+14155550134'.\", \"default\": \"ops.desk@example.org\"}}}"
+            " Ask Danny Ortega which cab he wants.")
+    rows = [triage_row(0, docs), triage_row(1, "Please send the cab to 123 Main St, Springfield, IL, it is my "
+                                                "home; my number is +14155550134.")]
+    rows[0]["id"], rows[1]["id"] = "tri-docs", "tri-own"
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    got: dict[str, set[tuple[str, str]]] = {}
+    for f in run.results[0].findings:
+        got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    assert {sev for _, sev in got["docs"]} == {"warning"}, got
+    assert {"pii.ADDRESS", "pii.EMAIL_ADDRESS", "pii.PHONE_NUMBER", "pii.PERSON"} <= {r for r, _ in got["docs"]}, got
+    assert {("pii.ADDRESS", "error"), ("pii.PHONE_NUMBER", "error")} <= got["own"], got
+    docs_found = [f for f in run.results[0].findings if f.row_id == "tri-docs" and f.rule != "pii.PERSON"]
+    assert all("given as an example in documentation" in f.message for f in docs_found)
+

@@ -144,3 +144,26 @@ def test_a_lone_given_name_in_a_story_is_not_a_person(ner_cfg: PiiConfig) -> Non
     # "my name is Margaret": the introduction was matched only when nothing followed "is" in its window, so the
     # name it introduces was dropped as a lone given name
     assert found[2:] == [["Sarah"], ["Lena"], ["Tomasz Nowak"], ["Margaret"]], found
+
+
+def test_object_identifiers_and_netmasks_are_not_ip_addresses(pattern_cfg: PiiConfig) -> None:
+    """On the real-data bench: four numbers out of an object identifier (`id-pkinit-authdata 1.3.6.1.5.2.3.1`)
+    and a netmask typed into a network dialog (`255.255.255.0`) failed the gate as IP addresses; a public host
+    address still is one."""
+    texts = ["the econtenttype field for the type signeddata is id-pkinit-authdata 1.3.6.1.5.2.3.1 , and more",
+             "in the subnet mask field enter 255.255.255.0 and click OK",
+             "the server at 203.0.113.54 refused my login."]
+    found = _found(texts, pattern_cfg, "IP_ADDRESS")
+    assert found[:2] == [[], []], found
+    assert found[2] == ["203.0.113.54"], found
+
+
+def test_a_number_labelled_an_id_is_not_a_phone_number(pattern_cfg: PiiConfig) -> None:
+    """On the real-data bench "with id 12345-67890" failed the gate as a phone number; the same digits announced
+    as a phone number still do."""
+    texts = ["When will size 40 be ready with id 12345-67890?",
+             "My order no. 4155550134 has not shipped.",
+             "Call me on 415-555-0134 about the order."]
+    found = _found(texts, pattern_cfg, "PHONE_NUMBER")
+    assert found[:2] == [[], []], found
+    assert found[2] == ["415-555-0134"], found

@@ -78,9 +78,14 @@ class _DetectorCheck(Check):
         raise NotImplementedError
 
     def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
-        """(severity, what the message adds) of one hit of field `fh` among every hit of its row: an error by
-        default."""
+        """(severity, what the message adds) of one hit of field `fh` among the hits of its row that identify
+        someone (`_identifies`): an error by default."""
         return "error", ""
+
+    def _identifies(self, hit: Any, fh: Any) -> bool:
+        """Whether the hit can link the other hits of its row to a person (counted in `row_hits`): every hit by
+        default."""
+        return True
 
     def map(self, batch: Batch) -> Any:
         scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
@@ -97,7 +102,7 @@ class _DetectorCheck(Check):
                 if hits:
                     todo.append((line, rid, fh, hits))
                     in_row.append(row_hits)
-                    row_hits.extend(hits)
+                    row_hits.extend(h for h in hits if self._identifies(h, fh))
         snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
         for (line, rid, fh, hits), shown, row_hits in zip(todo, snippets, in_row, strict=True):
@@ -180,7 +185,10 @@ class PiiCheck(_DetectorCheck):
         identifier in the same row (an e-mail, a phone number...), or, for a name, an introduction, greeting,
         sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`).
         Alone it identifies nobody (a story's character, a city of an anonymous request, a public figure asked
-        about): a warning a reviewer reads, not a failed gate."""
+        about): a warning a reviewer reads, not a failed gate. So is a value written as an example in documentation
+        (`gate.pii.context.given_as_example`: a tool's "e.g. '123 Main St'"), which links nothing either."""
+        if not self._identifies(hit, fh):
+            return "warning", ", given as an example in documentation (e.g., a format, a default),"
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in row_hits):
             return "error", ""
         if hit.entity_type == "PERSON":
@@ -189,6 +197,11 @@ class PiiCheck(_DetectorCheck):
             if names_a_person(fh.text, hit.start, hit.end, model_speaks=fh.role == "assistant"):
                 return "error", ""
         return "warning", ", alone: nothing in its row links it to a person,"
+
+    def _identifies(self, hit: Any, fh: Any) -> bool:
+        from gate.pii.context import given_as_example
+
+        return not given_as_example(fh.text, hit.start)
 
     def _describe(self, hit: Any) -> tuple[str, str]:
         return f"pii.{hit.entity_type}", f"possible {hit.entity_type} (score {hit.score:.2f}, {hit.recognizer})"
