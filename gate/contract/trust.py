@@ -34,6 +34,7 @@ from typing import Any
 from gate import yamlio
 from gate.contract.model import Contract, load_contract
 from gate.errors import ContractError, GateError
+from gate.pii.config import QUASI_ENTITIES  # stdlib only: the default the contract documents
 
 CHECK = "contract_change"
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "absent"})()  # a key that is not there, default unknown
@@ -143,7 +144,7 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("checks", "pii", "thresholds", "*"): Rule(MAX),
     ("checks", "pii", "roles"): Rule(REQUIRED),
     # more quasi-identifiers: more entity types that fail the gate only beside a direct identifier
-    ("checks", "pii", "quasi_identifiers"): Rule(ALLOWED, ("PERSON", "LOCATION", "NRP", "DATE_TIME")),
+    ("checks", "pii", "quasi_identifiers"): Rule(ALLOWED, QUASI_ENTITIES),
     ("checks", "secret", "detect_secrets"): Rule(TRUE_STRICT),
     ("checks", "secret", "own_patterns"): Rule(TRUE_STRICT),
     ("checks", "secret", "plugins"): Rule(REQUIRED),

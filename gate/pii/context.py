@@ -295,6 +295,18 @@ def not_a_url(text: str, start: int, end: int) -> bool:
     return any(s <= start < e for s, e in _code_spans(text))
 
 
+#: The writer's own page: "my profile page is https://...", "our blog at ...".
+_OWN_PAGE_BEFORE = re.compile(r"(?i)\b(?:my|our|his|her|their)\s+(?:[\w-]+\s+){0,2}(?:profile|page|site|website|"
+                              r"blog|portfolio|account|homepage|channel|feed|cv|resume)\b")
+
+
+def url_names_someone(text: str, start: int, end: int) -> bool:
+    """True when the URL at `text[start:end]` is a person's: a user name or e-mail in it, a profile path or handle,
+    a query naming someone (`_PERSONAL_URL`), or the writer calling it their own page ("my profile page is ...")
+    in its sentence. Any other URL names a site, a library or a file: a quasi-identifier at most."""
+    return bool(_PERSONAL_URL.search(text, start, end) or _OWN_PAGE_BEFORE.search(_clause_before(text, start)))
+
+
 # ------------------------------------------------------------------------------------------------------ persons
 
 _LABEL_BEFORE = re.compile(r"(?:^|\n)[ \t]*(?:#{1,6}[ \t]+|[-*+>][ \t]+|\d{1,3}[.)][ \t]+)?(?:\*\*|__)?$")

@@ -226,3 +226,27 @@ def test_a_value_given_as_an_example_in_documentation_warns_and_links_nobody(tmp
     docs_found = [f for f in run.results[0].findings if f.row_id == "tri-docs" and f.rule != "pii.PERSON"]
     assert all("given as an example in documentation" in f.message for f in docs_found)
 
+
+
+def test_a_web_address_fails_the_gate_only_when_it_is_a_persons(tmp_path, triage_contract) -> None:
+    """A URL names a site, a library or a file: on the real-data bench all 83 URL errors were such (`code.jquery.com`,
+    an image on a design blog, a repository). It is a warning alone, and an error when it is someone's: a profile
+    path or handle, a query naming someone, the writer's own page, or beside a direct identifier in its row."""
+    texts = {
+        "site": "Could you analyze the image at http://www.thewowstyle.com/wp-content/uploads/2015/01/stairs.jpg?",
+        "library": "Load it from https://code.jquery.com/jquery-3.7.1.min.js before the other scripts.",
+        "profile": "You can see my work on https://www.linkedin.com/in/margaret-holloway-4821 if that helps.",
+        "own": "My profile page is https://portal.acme-corp.net/account/settings if you need it.",
+        "linked": "The invoice is at https://billing.acme-corp.net/invoices and my e-mail is m.holloway@gmail.com.",
+    }
+    rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
+    for r, rid in zip(rows, texts, strict=True):
+        r["id"] = f"tri-{rid}"
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    got: dict[str, set[str]] = {}
+    for f in run.results[0].findings:
+        if f.rule == "pii.URL":
+            got.setdefault(f.row_id.removeprefix("tri-"), set()).add(f.severity)
+    assert got == {"site": {"warning"}, "library": {"warning"}, "profile": {"error"}, "own": {"error"},
+                   "linked": {"error"}}, got

@@ -164,12 +164,13 @@ class PiiCheck(_DetectorCheck):
                                                         "score (presidio's context enhancer)."},
         "roles": {**ROLES, "default": None, "description": "Roles whose messages are read (null: every role)."},
         "quasi_identifiers": {"type": "array", "items": {"type": "string"}, "default": list(QUASI_ENTITIES),
-                              "description": "Entity types that identify nobody on their own (a name, a place): "
-                                             "a warning unless something links them to a person: another entity "
-                                             "type in the same row (an e-mail, a phone number...) or, for a name, "
-                                             "an introduction, greeting, sign-off or hand-over beside it, or the "
-                                             "writer's relation to them; then an error. [] makes every entity an "
-                                             "error."},
+                              "description": "Entity types that identify nobody on their own (a name, a place, a "
+                                             "web address): a warning unless something links them to a person: "
+                                             "another entity type in the same row (an e-mail, a phone number...) "
+                                             "or, for a name, an introduction, greeting, sign-off or hand-over "
+                                             "beside it, or the writer's relation to them; for a URL, a profile "
+                                             "path, a user or a name in it, or the writer's own page; then an "
+                                             "error. [] makes every entity an error."},
     })
 
     def __init__(self, contract: Contract) -> None:
@@ -183,7 +184,9 @@ class PiiCheck(_DetectorCheck):
     def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
         """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
         identifier in the same row (an e-mail, a phone number...), or, for a name, an introduction, greeting,
-        sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`).
+        sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`);
+        for a URL, a profile path, a user or a name in it, or the writer's "my profile page"
+        (`gate.pii.context.url_names_someone`).
         Alone it identifies nobody (a story's character, a city of an anonymous request, a public figure asked
         about): a warning a reviewer reads, not a failed gate. So is a value written as an example in documentation
         (`gate.pii.context.given_as_example`: a tool's "e.g. '123 Main St'"), which links nothing either."""
@@ -195,6 +198,11 @@ class PiiCheck(_DetectorCheck):
             from gate.pii.context import names_a_person
 
             if names_a_person(fh.text, hit.start, hit.end, model_speaks=fh.role == "assistant"):
+                return "error", ""
+        if hit.entity_type == "URL":
+            from gate.pii.context import url_names_someone
+
+            if url_names_someone(fh.text, hit.start, hit.end):
                 return "error", ""
         return "warning", ", alone: nothing in its row links it to a person,"
 
