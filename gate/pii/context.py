@@ -436,7 +436,7 @@ def _list_starts(text: str, start: int) -> list[int]:
 
 #: What introduces an example in documentation: "e.g.", "for example", "such as", "in the format", "sample".
 _EXAMPLE_WORD = (r"(?:\be\.\s?g\.|\bi\.\s?e\.|\bfor\s+(?:example|instance)|\bexamples?\b|\bsample\b|\bsuch\s+as"
-                 r"|\bformat(?:ted)?\b(?:\s+(?:as|of|like))?|\blike(?=\s*[\"'`]))")
+                 r"|\bformat(?:ted)?\b(?:\s+(?:as|of|like|is|should\s+be|must\s+be))?|\blike(?=\s*[\"'`]))")
 #: ...then, before the value, at most a few earlier quoted examples ("'name@example.com' or '...'") and a quote.
 _QUOTED = r"(?:[\"'`\u2018\u201c][^\"'`\u2019\u201d\n]{0,80}[\"'`\u2019\u201d]\s*(?:,|or|and|/)\s*)"
 #: The value opens the example or stands inside its quotes ("Springfield" in "e.g. '123 Main St, Springfield'").
@@ -458,4 +458,34 @@ def given_as_example(text: str, start: int) -> bool:
     example counts too ("Springfield" in "e.g. '123 Main St, Springfield, IL'")."""
     return bool(_EXAMPLE_BEFORE.search(text, max(0, start - 240), start)
                 or _SCHEMA_VALUE_BEFORE.search(text, max(0, start - 24), start))
+
+
+#: Mailboxes that stand for "someone" in documentation and tests, on a domain nobody's mail goes to.
+_PLACEHOLDER_MAILBOXES = frozenset({
+    "john.doe", "jane.doe", "johndoe", "janedoe", "john_doe", "jane_doe", "john", "jane", "user", "username",
+    "name", "email", "e-mail", "example", "test", "someone", "somebody", "you", "your.name", "yourname",
+    "your_name", "your.email", "youremail", "your_email", "first.last", "firstname.lastname", "local-part",
+    "localpart", "me", "foo", "bar", "admin", "support", "info", "contact", "hr", "manager", "customer", "sales",
+    "noreply", "no-reply", "default"})
+_PLACEHOLDER_DOMAINS = re.compile(r"(?i)(?:^|\.)(?:example\.(?:com|net|org|edu)|[^.]+\.(?:example|test|invalid)|"
+                                  r"(?:your|my)?(?:domain|email|company)\.com)$")
+
+
+def placeholder_value(entity_type: str, value: str) -> bool:
+    """True for the stock values documentation uses for "some e-mail" or "some phone number": a placeholder
+    mailbox (`john.doe`, `user`, `admin`...) on a domain reserved for examples or named "domain" (both at once:
+    `jane.doe@example.com`, `example@domain.com`), or a phone number whose digits count up or down or repeat
+    (`123-456-7890`, `+12345678900`, `000-000-0000`) from its start, which no numbering plan issues.
+
+    Why both parts for an e-mail: a realistic mailbox on a reserved domain (`m.holloway82@example.net`) is how
+    test data, gate's own fixtures among them, plants personal data without using anyone's; it stays an error."""
+    if entity_type == "EMAIL_ADDRESS":
+        local, _, domain = value.strip("\"'<>()").rpartition("@")
+        return local.lower() in _PLACEHOLDER_MAILBOXES and bool(_PLACEHOLDER_DOMAINS.search(domain.rstrip(".")))
+    if entity_type == "PHONE_NUMBER":
+        digits = "".join(c for c in value if c.isdigit())
+        national = [digits] + ([digits[1:]] if len(digits) == 11 and digits[0] == "1" else [])  # NANP's "+1"
+        return any(d.startswith(("1234567", "0123456", "9876543")) or re.fullmatch(r"(\d)\1{6,}", d) is not None
+                   for d in national)
+    return False
 

@@ -250,3 +250,31 @@ def test_a_web_address_fails_the_gate_only_when_it_is_a_persons(tmp_path, triage
             got.setdefault(f.row_id.removeprefix("tri-"), set()).add(f.severity)
     assert got == {"site": {"warning"}, "library": {"warning"}, "profile": {"error"}, "own": {"error"},
                    "linked": {"error"}}, got
+
+
+def test_a_stock_placeholder_warns_and_a_realistic_value_on_a_reserved_domain_still_fails(tmp_path,
+                                                                                         triage_contract) -> None:
+    """`john.doe@example.com`, `example@domain.com` and `123-456-7890` stand for "some e-mail" and "some phone
+    number" in function-calling data (most of the e-mail errors left on the real-data bench); they are warnings.
+    A realistic mailbox on a reserved domain is how test data plants personal data without using anyone's (gate's
+    own fixtures do), and a real-looking number that merely contains a run of digits is a number: both fail."""
+    texts = {
+        "stock_mail": "Send the report to john.doe@example.com and cc example@domain.com please.",
+        "stock_phone": "Update the contact to 123-456-7890 or +1 (000) 000-0000 for now.",
+        "planted_mail": "Please write back to backoffice.team42@example.net rather than the address on file.",
+        "real_phone": "You can reach me on +1 612 345 6789 after six.",
+    }
+    rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
+    for r, rid in zip(rows, texts, strict=True):
+        r["id"] = f"tri-{rid}"
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    got: dict[str, set[tuple[str, str]]] = {}
+    for f in run.results[0].findings:
+        got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    assert got["stock_mail"] == {("pii.EMAIL_ADDRESS", "warning")}, got
+    assert got["stock_phone"] == {("pii.PHONE_NUMBER", "warning")}, got
+    assert got["planted_mail"] == {("pii.EMAIL_ADDRESS", "error")}, got
+    assert got["real_phone"] == {("pii.PHONE_NUMBER", "error")}, got
+    stock = [f for f in run.results[0].findings if f.row_id in ("tri-stock_mail", "tri-stock_phone")]
+    assert stock and all("a stock placeholder value" in f.message for f in stock), stock

@@ -188,10 +188,10 @@ class PiiCheck(_DetectorCheck):
         for a URL, a profile path, a user or a name in it, or the writer's "my profile page"
         (`gate.pii.context.url_names_someone`).
         Alone it identifies nobody (a story's character, a city of an anonymous request, a public figure asked
-        about): a warning a reviewer reads, not a failed gate. So is a value written as an example in documentation
-        (`gate.pii.context.given_as_example`: a tool's "e.g. '123 Main St'"), which links nothing either."""
+        about): a warning a reviewer reads, not a failed gate. So is a value that stands in for one (`_stand_in`: a
+        tool's "e.g. '123 Main St'", `john.doe@example.com`), which links nothing either."""
         if not self._identifies(hit, fh):
-            return "warning", ", given as an example in documentation (e.g., a format, a default),"
+            return "warning", self._stand_in(hit, fh)
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in row_hits):
             return "error", ""
         if hit.entity_type == "PERSON":
@@ -207,9 +207,20 @@ class PiiCheck(_DetectorCheck):
         return "warning", ", alone: nothing in its row links it to a person,"
 
     def _identifies(self, hit: Any, fh: Any) -> bool:
-        from gate.pii.context import given_as_example
+        return not self._stand_in(hit, fh)
 
-        return not given_as_example(fh.text, hit.start)
+    @staticmethod
+    def _stand_in(hit: Any, fh: Any) -> str:
+        """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
+        as an example in documentation ("e.g. '123 Main St'", a schema's default) or a stock placeholder
+        (`john.doe@example.com`, `123-456-7890`) identifies and links nobody."""
+        from gate.pii.context import given_as_example, placeholder_value
+
+        if given_as_example(fh.text, hit.start):
+            return ", given as an example in documentation (e.g., a format, a default),"
+        if placeholder_value(hit.entity_type, fh.text[hit.start:hit.end]):
+            return ", a stock placeholder value,"
+        return ""
 
     def _describe(self, hit: Any) -> tuple[str, str]:
         return f"pii.{hit.entity_type}", f"possible {hit.entity_type} (score {hit.score:.2f}, {hit.recognizer})"
