@@ -471,17 +471,25 @@ _PLACEHOLDER_DOMAINS = re.compile(r"(?i)(?:^|\.)(?:example\.(?:com|net|org|edu)|
                                   r"(?:your|my)?(?:domain|email|company)\.com)$")
 
 
+#: The names documentation gives "some person": English, British and German stand-ins, not anyone's name.
+_PLACEHOLDER_NAMES = frozenset({"john doe", "jane doe", "john q. public", "john q public", "richard roe",
+                                "jane roe", "joe bloggs", "max mustermann", "erika mustermann"})
+
+
 def placeholder_value(entity_type: str, value: str) -> bool:
     """True for the stock values documentation uses for "some e-mail" or "some phone number": a placeholder
     mailbox (`john.doe`, `user`, `admin`...) on a domain reserved for examples or named "domain" (both at once:
     `jane.doe@example.com`, `example@domain.com`), or a phone number whose digits count up or down or repeat
-    (`123-456-7890`, `+12345678900`, `000-000-0000`) from its start, which no numbering plan issues.
+    (`123-456-7890`, `+12345678900`, `000-000-0000`) from its start, which no numbering plan issues; or a stand-in
+    name (`John Doe`, `Max Mustermann`).
 
     Why both parts for an e-mail: a realistic mailbox on a reserved domain (`m.holloway82@example.net`) is how
     test data, gate's own fixtures among them, plants personal data without using anyone's; it stays an error."""
     if entity_type == "EMAIL_ADDRESS":
         local, _, domain = value.strip("\"'<>()").rpartition("@")
         return local.lower() in _PLACEHOLDER_MAILBOXES and bool(_PLACEHOLDER_DOMAINS.search(domain.rstrip(".")))
+    if entity_type == "PERSON":
+        return " ".join(value.strip("\"'.,").lower().split()) in _PLACEHOLDER_NAMES
     if entity_type == "PHONE_NUMBER":
         digits = "".join(c for c in value if c.isdigit())
         national = [digits] + ([digits[1:]] if len(digits) == 11 and digits[0] == "1" else [])  # NANP's "+1"

@@ -130,6 +130,9 @@ _EN_TYPE = (
 #: What can follow a street on the same or the next line: an apartment or suite, then a postcode and town.
 _UNIT_WORD = r"(?i:apt|apartment|suite|ste|unit|flat|floor|fl|piso|puerta|appartamento|piano|studio)"
 _UNIT = r"(?:,?[ \t]*\n?[ \t]*" + _UNIT_WORD + r"\.?[ \t]*#?\d+[A-Za-z]?)?"
+#: After a house number: not a unit of time or measure, which makes the number a count ("1 year", "3 km").
+_NOT_A_COUNT = (r"(?![ \t]*(?i:years?|yrs?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|"
+                r"percent|per[ \t]+cent|km|kg|cm|mm|miles?|points?|pieces?|people|persons?)\b|[ \t]*%)")
 _UK_POSTCODE = r"[A-Z]{1,2}\d[A-Z\d]?[ \t]+\d[A-Z]{2}"
 _TOWN = (r"(?:,?[ \t]*\n?[ \t]*(?:\d{4,5}|[A-Z]{1,2}-\d{4,5}),?[ \t]+" + _NAME + r"(?:[ \t]+" + _NAME + r")?"
          r"|,?[ \t]*\n?[ \t]*" + _NAME + r"(?:[ \t]+" + _NAME + r")?,[ \t]+(?:[A-Z]{2}[ \t]+)?\d{5}(?:-\d{4})?"
@@ -146,7 +149,9 @@ def street_address_patterns_recognizer(language: str = "en") -> EntityRecognizer
     """
     from presidio_analyzer import Pattern, PatternRecognizer
 
-    compound = (r"\b" + _NAME + r"(?i:" + _COMPOUND_SUFFIX + r")[ \t]+\d{1,5}[a-zA-Z]?\b" + _UNIT + _TOWN)
+    # the stem has 3 letters or more ("During 1" is no "Du-ring") and the number is no count ("Jenilia 1 year ago")
+    compound = (r"\b[A-ZÀ-ÞĀ-Ž][\w'’\-]{2,}(?i:" + _COMPOUND_SUFFIX + r")[ \t]+\d{1,5}[a-zA-Z]?\b" + _NOT_A_COUNT
+                + _UNIT + _TOWN)
     romance_type = r"(?i:" + _ROMANCE_TYPE + r")"
     romance_name = _PARTICLE + r"*" + _NAME + r"(?:[ \t]+(?:" + _PARTICLE + r")*" + _NAME + r"){0,3}"
     romance_after = (r"(?<![\w])" + romance_type + r"[ \t]+" + romance_name + r",?[ \t]+(?:n[º°o]\.?[ \t]*)?"

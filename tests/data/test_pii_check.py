@@ -263,6 +263,7 @@ def test_a_stock_placeholder_warns_and_a_realistic_value_on_a_reserved_domain_st
         "stock_phone": "Update the contact to 123-456-7890 or +1 (000) 000-0000 for now.",
         "planted_mail": "Please write back to backoffice.team42@example.net rather than the address on file.",
         "real_phone": "You can reach me on +1 612 345 6789 after six.",
+        "stock_name": "Hello, my name is John Doe, and I work at a bakery. Extract the entities.",
     }
     rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
     for r, rid in zip(rows, texts, strict=True):
@@ -276,5 +277,6 @@ def test_a_stock_placeholder_warns_and_a_realistic_value_on_a_reserved_domain_st
     assert got["stock_phone"] == {("pii.PHONE_NUMBER", "warning")}, got
     assert got["planted_mail"] == {("pii.EMAIL_ADDRESS", "error")}, got
     assert got["real_phone"] == {("pii.PHONE_NUMBER", "error")}, got
-    stock = [f for f in run.results[0].findings if f.row_id in ("tri-stock_mail", "tri-stock_phone")]
+    assert got["stock_name"] == {("pii.PERSON", "warning")}, got  # introduced, yet the stand-in name
+    stock = [f for f in run.results[0].findings if f.row_id in ("tri-stock_mail", "tri-stock_phone", "tri-stock_name")]
     assert stock and all("a stock placeholder value" in f.message for f in stock), stock

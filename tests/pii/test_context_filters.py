@@ -167,3 +167,15 @@ def test_a_number_labelled_an_id_is_not_a_phone_number(pattern_cfg: PiiConfig) -
     found = _found(texts, pattern_cfg, "PHONE_NUMBER")
     assert found[:2] == [[], []], found
     assert found[2] == ["415-555-0134"], found
+
+
+def test_a_word_ending_like_a_street_before_a_count_is_no_address(pattern_cfg: PiiConfig) -> None:
+    """On the real-data bench "During 1 year" ("Du" + the German suffix "-ring") and "Jenilia 1 year ago" (the
+    Norwegian "-lia") were street addresses; compound street names with a house number still are."""
+    texts = ["During 1 year, the Wagners' real estate bill increased by 8 %.",
+             "Let the ages of Promila and Jenilia 1 year ago be 4x and x years, respectively.",
+             "Please send it to Ziegelgasse 19, 1070 Wien, where I live.",
+             "My address is Skoglia 5, 1234 Lier."]
+    found = _found(texts, pattern_cfg, "ADDRESS")
+    assert found[:2] == [[], []], found
+    assert found[2] == ["Ziegelgasse 19, 1070 Wien"] and found[3] == ["Skoglia 5, 1234 Lier"], found
