@@ -112,8 +112,8 @@ def not_an_email(value: str) -> bool:
     """
     local, _, domain = value.rpartition("@")
     domain = domain.rstrip(".").lower()
-    if not local or "/" in local or not domain:
-        return True
+    if not local or not domain or any(c in local for c in "/{}()[]<>;="):
+        return True  # a path, or code: `try{@in.Seek` (C#'s verbatim `@in`)
     tld = domain.rsplit(".", 1)[-1]
     if not tld.isalpha() or len(tld) < 2:
         return True
@@ -146,10 +146,13 @@ _DECIMAL = re.compile(r"[\[(]?\d*\.\d+")
 def in_decimal(text: str, start: int, end: int) -> bool:
     """True when the phone- or card-shaped `text[start:end]` is a decimal number: the fraction digits of one
     (`666666666666667` right after `7.`), or a number with one decimal point and nothing else (`0.27577711`, a
-    model's normalisation constant) with no phone word in the 40 characters before. A written phone number never
+    model's normalisation constant) with no phone word in the 40 characters before, or the whole part of one
+    (`2147483647` before `.0`). A written phone number never
     continues a decimal and has no lone decimal point; one written `555.1234` is announced as one."""
     if start >= 2 and text[start - 1] == "." and text[start - 2].isdigit():
         return True
+    if end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit():
+        return True  # the whole part of a decimal: `2147483647.0 * Math.floor(...)`
     return bool(_DECIMAL.fullmatch(text, start, end)) and not _PHONE_WORDS.search(text, max(0, start - 40), start)
 
 
@@ -259,13 +262,14 @@ def _host(value: str) -> tuple[str, bool]:
     return host, bare
 
 
-#: What makes a URL a person's: a user name or e-mail in it, a profile path, a handle, or a query naming them.
+#: What makes a URL a person's: a user name or e-mail in it, a profile path, a handle, or a query naming them; a
+#: page on a social network's own host (not `developers.facebook.com/docs`, nor a video on YouTube).
 _PERSONAL_URL = re.compile(
     r"(?i)//[^/?#\s]*@|/(?:users?|u|in|profiles?|people|members?|authors?|~)[/=][^/?#\s]+|/~[^/?#\s]+|/@[\w.-]+"
     r"|[?&](?:e?mail|user(?:name)?|name|first_?name|last_?name|phone|tel|login|account|uid)="
     r"|[\w.+-]+@[\w-]+\.[\w.]+"
-    r"|[/.](?:facebook|fb|twitter|x|instagram|linkedin|tiktok|threads|mastodon\.social|youtube|t)\.(?:com|me|net)"
-    r"/(?!$)")
+    r"|(?<![\w.-])(?:www\.|m\.)?(?:facebook|fb|twitter|x|instagram|linkedin|tiktok|threads|mastodon\.social|t)"
+    r"\.(?:com|me|net)/(?!$)")
 #: A URL written as a string literal in code: right after `(`, `=`, `,`, `[` or `:` and a quote.
 _CODE_LITERAL_BEFORE = re.compile(r"[(=,\[:]\s*[\"']$")
 

@@ -134,12 +134,15 @@ def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfi
         return (bool(_ID_PREFIX.search(text, max(0, start - 16), start)) or context.labelled_an_id(text, start)
                 or context.in_arithmetic(text, start, end)
                 or context.not_a_phone_shape(text, start, end) or context.in_decimal(text, start, end)
-                or context.not_routable_ip(text[start:end]))  # 192.168.1.100 read as a phone instead
+                or context.not_routable_ip(text[start:end])  # 192.168.1.100 read as a phone instead
+                or context.not_a_host_address(text, start, end))  # and a netmask, 255.255.255.0
     if entity_type == "CREDIT_CARD":
         return context.in_decimal(text, start, end)
     if entity_type == "IP_ADDRESS":
         return context.not_routable_ip(text[start:end]) or context.not_a_host_address(text, start, end)
     if entity_type == "EMAIL_ADDRESS":
+        if end + 1 < len(text) and (text[end] == "(" or (text[end] == ":" and not text[end + 1].isspace())):
+            return True  # a method call (`@in.Seek(`) or an scp-style remote (`git@github.com:owner/repo.git`)
         return context.not_an_email(text[start:end])
     return False
 

@@ -179,3 +179,32 @@ def test_a_word_ending_like_a_street_before_a_count_is_no_address(pattern_cfg: P
     found = _found(texts, pattern_cfg, "ADDRESS")
     assert found[:2] == [[], []], found
     assert found[2] == ["Ziegelgasse 19, 1070 Wien"] and found[3] == ["Skoglia 5, 1234 Lier"], found
+
+
+def test_code_that_looks_like_an_email_or_a_phone_number_is_neither(pattern_cfg: PiiConfig) -> None:
+    """On the real-data bench: C#'s `try{@in.Seek(...)` was an e-mail address, an scp-style git remote
+    (`git@github.com:owner/repo.git`) another, `2147483647.0 * Math.floor(...)` and a netmask were phone numbers.
+    A mailbox followed by a colon and a space, and a phone number ending a sentence, still are."""
+    texts = ["long skip = ((long)blockOffset) << 3;try{@in.Seek(startPointer + skip);long block",
+             "1. clone the repo git@github.com:zelarhq/nodejs-welcome.git\n2. analyse the contents",
+             "arg0 = loc0 - ( 2147483647.0 * Math . floor ( loc0 / 2147483647.0 ) ) ;",
+             "in the subnet mask field enter 255.255.255.0 and click OK",
+             "Write to me at tom.okafor@gmail.com: I read it daily. Or call me on +1 512 860-5123."]
+    found = _found(texts, pattern_cfg, "EMAIL_ADDRESS")
+    assert found == [[], [], [], [], ["tom.okafor@gmail.com"]], found
+    found = _found(texts, pattern_cfg, "PHONE_NUMBER")
+    assert found == [[], [], [], [], ["+1 512 860-5123"]], found
+
+
+def test_a_page_on_a_social_network_is_a_persons_but_its_developer_docs_are_not() -> None:
+    """`developers.facebook.com/docs/api` and a YouTube video failed the gate as a person's URL; a profile on the
+    network's own host still names someone."""
+    from gate.pii.context import url_names_someone
+
+    def named(url: str) -> bool:
+        return url_names_someone(url, 0, len(url))
+
+    assert not named("http://developers.facebook.com/docs/api")
+    assert not named("https://www.youtube.com/watch?v=dQw4w9WgXcQ")
+    assert named("https://www.facebook.com/jane.smith.4821") and named("https://twitter.com/janedoe")
+    assert named("https://www.youtube.com/@janedoe")
