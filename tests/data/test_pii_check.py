@@ -154,6 +154,20 @@ def test_each_distinct_text_is_scanned_once_per_run(triage_contract) -> None:
     assert any(h.entity_type == "EMAIL_ADDRESS" for fs in later for f in fs for h in f.pii)
 
 
+def _findings_by_row(tmp_path: Path, contract, texts: dict[str, str], extra: list[dict] | None = None):
+    """Run the pii check on one triage row per text (id `tri-<key>`, plus `extra` rows): the run and, per key,
+    the set of (rule, severity) of its findings."""
+    rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
+    for r, rid in zip(rows, texts, strict=True):
+        r["id"] = f"tri-{rid}"
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows + (extra or []))
+    run = run_checks(str(tmp_path / "d"), contract, checks=["pii"], workers=1, progress=False)
+    got: dict[str, set[tuple[str, str]]] = {}
+    for f in run.results[0].findings:
+        got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    return run, got
+
+
 def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person(tmp_path, triage_contract) -> None:
     """A quasi-identifier alone (a word problem's character, a public figure asked about, the writer's city with
     nothing else about them) is a warning; a name the writer introduces or hands over, or any name or place in a
@@ -169,18 +183,10 @@ def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person
         "handover": "Marcus Brennan from our office placed the order, so ask for him if you call back.",
         "linked": "Jack Harlow has 5 apples and gives 2 away. Write to jack.harlow@gmail.com for the invoice.",
     }
-    rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
-    for r, rid in zip(rows, texts, strict=True):
-        r["id"] = f"tri-{rid}"
     persona = triage_row(99, "Who are you?")  # the model introducing its persona names no person
     persona["id"] = "tri-persona"
     persona["messages"][-1]["content"] = "My name is Vicuna, and I'm a language model trained by researchers."
-    rows.append(persona)
-    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
-    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
-    got: dict[str, set[tuple[str, str]]] = {}
-    for f in run.results[0].findings:
-        got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    run, got = _findings_by_row(tmp_path, triage_contract, texts, [persona])
     assert got["story"] == {("pii.PERSON", "warning")}, got
     assert got["public"] == {("pii.PERSON", "warning")}, got
     assert got["persona"] == {("pii.PERSON", "warning")}, got
@@ -212,14 +218,9 @@ def test_a_value_given_as_an_example_in_documentation_warns_and_links_nobody(tmp
             "For example, '123 Main St, Springfield, IL'.\", \"contact\": {\"description\": \"An e-mail or a phone "
             "number, in the format 'name@example.com' or '+14155550134'.\", \"default\": \"ops.desk@example.org\"}}}"
             " Ask Danny Ortega which cab he wants.")
-    rows = [triage_row(0, docs), triage_row(1, "Please send the cab to 123 Main St, Springfield, IL, it is my "
-                                                "home; my number is +14155550134.")]
-    rows[0]["id"], rows[1]["id"] = "tri-docs", "tri-own"
-    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
-    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
-    got: dict[str, set[tuple[str, str]]] = {}
-    for f in run.results[0].findings:
-        got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    run, got = _findings_by_row(tmp_path, triage_contract, {
+        "docs": docs, "own": "Please send the cab to 123 Main St, Springfield, IL, it is my home; my number is "
+                             "+14155550134."})
     assert {sev for _, sev in got["docs"]} == {"warning"}, got
     assert {"pii.ADDRESS", "pii.EMAIL_ADDRESS", "pii.PHONE_NUMBER", "pii.PERSON"} <= {r for r, _ in got["docs"]}, got
     assert {("pii.ADDRESS", "error"), ("pii.PHONE_NUMBER", "error")} <= got["own"], got
@@ -239,17 +240,10 @@ def test_a_web_address_fails_the_gate_only_when_it_is_a_persons(tmp_path, triage
         "own": "My profile page is https://portal.acme-corp.net/account/settings if you need it.",
         "linked": "The invoice is at https://billing.acme-corp.net/invoices and my e-mail is m.holloway@gmail.com.",
     }
-    rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
-    for r, rid in zip(rows, texts, strict=True):
-        r["id"] = f"tri-{rid}"
-    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
-    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
-    got: dict[str, set[str]] = {}
-    for f in run.results[0].findings:
-        if f.rule == "pii.URL":
-            got.setdefault(f.row_id.removeprefix("tri-"), set()).add(f.severity)
-    assert got == {"site": {"warning"}, "library": {"warning"}, "profile": {"error"}, "own": {"error"},
-                   "linked": {"error"}}, got
+    _, got = _findings_by_row(tmp_path, triage_contract, texts)
+    urls = {rid: {sev for rule, sev in found if rule == "pii.URL"} for rid, found in got.items()}
+    assert urls == {"site": {"warning"}, "library": {"warning"}, "profile": {"error"}, "own": {"error"},
+                    "linked": {"error"}}, urls
 
 
 def test_a_stock_placeholder_warns_and_a_realistic_value_on_a_reserved_domain_still_fails(tmp_path,
@@ -265,14 +259,7 @@ def test_a_stock_placeholder_warns_and_a_realistic_value_on_a_reserved_domain_st
         "real_phone": "You can reach me on +1 612 345 6789 after six.",
         "stock_name": "Hello, my name is John Doe, and I work at a bakery. Extract the entities.",
     }
-    rows = [triage_row(i, t) for i, t in enumerate(texts.values())]
-    for r, rid in zip(rows, texts, strict=True):
-        r["id"] = f"tri-{rid}"
-    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
-    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
-    got: dict[str, set[tuple[str, str]]] = {}
-    for f in run.results[0].findings:
-        got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    run, got = _findings_by_row(tmp_path, triage_contract, texts)
     assert got["stock_mail"] == {("pii.EMAIL_ADDRESS", "warning")}, got
     assert got["stock_phone"] == {("pii.PHONE_NUMBER", "warning")}, got
     assert got["planted_mail"] == {("pii.EMAIL_ADDRESS", "error")}, got
