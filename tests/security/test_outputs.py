@@ -62,7 +62,7 @@ def _check(tmp_path: Path, *extra: str) -> tuple[int, str, Path, Path]:
 
 def test_a_file_name_with_workflow_commands_injects_nothing(tmp_path: Path, gh_env: Path) -> None:
     write_jsonl(tmp_path / "ds" / f"{EVIL}.jsonl",
-                [_row("r1", "mail me at someone@example.com", **{"contact.jane.roe@example.org": "x"})])
+                [_row("r1", "mail me at noor.haddad41@example.com", **{"contact.jane.roe@example.org": "x"})])
     code, text, out, _ = _check(tmp_path)
     assert code == 100, text
     # only gate's own annotations are commands, and the file name inside them is escaped

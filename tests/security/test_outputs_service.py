@@ -34,7 +34,7 @@ def _wait(c: TestClient, job_id: str, auth: dict) -> dict:
 
 def test_service_findings_and_errors_show_no_raw_identifier(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    write_jsonl(root / "ds" / "train.jsonl", [_row(EMAIL_ID, "write to someone@example.com")])
+    write_jsonl(root / "ds" / "train.jsonl", [_row(EMAIL_ID, "write to noor.haddad41@example.com")])
     (root / "bad").mkdir(parents=True)
     (root / "bad" / "train\n::add-mask::hunter2\nx.jsonl").write_text(
         json.dumps(_row("r1", "hi")) + "\nnot json\n")
