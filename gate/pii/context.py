@@ -143,16 +143,21 @@ def in_arithmetic(text: str, start: int, end: int) -> bool:
 _DECIMAL = re.compile(r"[\[(]?\d*\.\d+")
 
 
+def _in_dotted_number(text: str, start: int, end: int) -> bool:
+    """True when a digit and a dot stand right before `start`, or a dot and a digit right after `end`: the span is
+    cut out of a longer number (a decimal, an object identifier, a version)."""
+    return (start >= 2 and text[start - 1] == "." and text[start - 2].isdigit()) or (
+        end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit())
+
+
 def in_decimal(text: str, start: int, end: int) -> bool:
     """True when the phone- or card-shaped `text[start:end]` is a decimal number: the fraction digits of one
     (`666666666666667` right after `7.`), or a number with one decimal point and nothing else (`0.27577711`, a
     model's normalisation constant) with no phone word in the 40 characters before, or the whole part of one
-    (`2147483647` before `.0`). A written phone number never
-    continues a decimal and has no lone decimal point; one written `555.1234` is announced as one."""
-    if start >= 2 and text[start - 1] == "." and text[start - 2].isdigit():
+    (`2147483647` before `.0`). A written phone number never continues a decimal and has no lone decimal point;
+    one written `555.1234` is announced as one."""
+    if _in_dotted_number(text, start, end):  # fraction digits, or the whole part (`2147483647.0 * Math.floor`)
         return True
-    if end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit():
-        return True  # the whole part of a decimal: `2147483647.0 * Math.floor(...)`
     return bool(_DECIMAL.fullmatch(text, start, end)) and not _PHONE_WORDS.search(text, max(0, start - 40), start)
 
 
@@ -177,8 +182,7 @@ def not_a_host_address(text: str, start: int, end: int) -> bool:
     """True when the address-shaped `text[start:end]` names no host: four numbers cut out of a longer dotted
     sequence (an object identifier `1.3.6.1.5.2.3.1`, a version `5.2.3.3` after `1.3.6.1.`), or a netmask
     (`255.255.255.0`: ones then zeros, a network's size, not a machine)."""
-    if (start >= 2 and text[start - 1] == "." and text[start - 2].isdigit()) or (
-            end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit()):
+    if _in_dotted_number(text, start, end):
         return True
     try:
         ip = ipaddress.ip_address(text[start:end].strip("[]()'\" "))
@@ -500,4 +504,3 @@ def placeholder_value(entity_type: str, value: str) -> bool:
         return any(d.startswith(("1234567", "0123456", "9876543")) or re.fullmatch(r"(\d)\1{6,}", d) is not None
                    for d in national)
     return False
-

@@ -190,8 +190,9 @@ class PiiCheck(_DetectorCheck):
         Alone it identifies nobody (a story's character, a city of an anonymous request, a public figure asked
         about): a warning a reviewer reads, not a failed gate. So is a value that stands in for one (`_stand_in`: a
         tool's "e.g. '123 Main St'", `john.doe@example.com`), which links nothing either."""
-        if not self._identifies(hit, fh):
-            return "warning", self._stand_in(hit, fh)
+        stand_in = self._stand_in(hit, fh)
+        if stand_in:
+            return "warning", stand_in
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in row_hits):
             return "error", ""
         if hit.entity_type == "PERSON":
