@@ -213,13 +213,14 @@ def test_a_value_given_as_an_example_in_documentation_warns_and_links_nobody(tmp
     ("For example, '123 Main St, Springfield, IL'", `"default": "default@example.com"`, "in the format
     'name@example.com' or '+12345678900'"): on the real-data bench these were most of the phone numbers, e-mails
     and street addresses that failed the gate. Such a value is a warning, and it does not make a name in the same
-    row an error; the same value written as the writer's own still fails."""
+    row an error; the same value written as the writer's own still fails. (The example address is a realistic one:
+    `123 Main St` is a stock placeholder wherever it stands, see the next tests.)"""
     docs = ("Tools: {\"pickup\": {\"type\": \"string\", \"description\": \"Where the cab waits, as 'Street, City'. "
-            "For example, '123 Main St, Springfield, IL'.\", \"contact\": {\"description\": \"An e-mail or a phone "
+            "For example, '2508 University Ave, Palo Alto, CA'.\", \"contact\": {\"description\": \"An e-mail or a phone "
             "number, in the format 'name@example.com' or '+14155550134'.\", \"default\": \"ops.desk@example.org\"}}}"
             " Ask Danny Ortega which cab he wants.")
     run, got = _findings_by_row(tmp_path, triage_contract, {
-        "docs": docs, "own": "Please send the cab to 123 Main St, Springfield, IL, it is my home; my number is "
+        "docs": docs, "own": "Please send the cab to 2508 University Ave, Palo Alto, CA, it is my home; my number is "
                              "+14155550134."})
     assert {sev for _, sev in got["docs"]} == {"warning"}, got
     assert {"pii.ADDRESS", "pii.EMAIL_ADDRESS", "pii.PHONE_NUMBER", "pii.PERSON"} <= {r for r, _ in got["docs"]}, got
@@ -267,3 +268,29 @@ def test_a_stock_placeholder_warns_and_a_realistic_value_on_a_reserved_domain_st
     assert got["stock_name"] == {("pii.PERSON", "warning")}, got  # introduced, yet the stand-in name
     stock = [f for f in run.results[0].findings if f.row_id in ("tri-stock_mail", "tri-stock_phone", "tri-stock_name")]
     assert stock and all("a stock placeholder value" in f.message for f in stock), stock
+
+
+def test_a_stock_street_address_and_its_town_warn_and_a_real_one_still_fails(tmp_path, triage_contract) -> None:
+    """Function-calling requests ask for a cab "from my home at 123 Main Street" or "to 456 Oak Avenue, Springfield":
+    a house number that counts up or down is "some address", as `123-456-7890` is "some number", and so are the
+    addresses everybody knows and nobody lives at (221B Baker Street). On the real-data bench these and the towns
+    written with them were the largest group of false pii errors left. A real-looking address still fails, and so
+    does a stock one beside a real phone number (that row identifies someone anyway). The second half of a stock
+    number cut off by a no-break space (`(123)\\u00a0456-7891`) counts up too."""
+    texts = {
+        "stock": "I need to go from my home at 123 Main Street, Springfield to my office at 456 Oak Avenue.",
+        "down": "Get me a ride to 321 Elm Street, Anytown, with two seats.",
+        "fiction": "I need a Plus type Uber from 221B Baker Street, Berkeley, CA, and I can wait 10 minutes.",
+        "real": "Send the cab to 2508 University Avenue, Palo Alto, it is my home.",
+        "linked": "Send the cab to 123 Main Street; call me on +1 612 345 6789 when it is there.",
+        "cover": "Zhu Xiaoming\n\n(123)\u00a0456-7891\n\nDear hiring manager, I am writing to apply.",
+    }
+    run, got = _findings_by_row(tmp_path, triage_contract, texts)
+    for rid in ("stock", "down", "fiction"):
+        assert got[rid] and {sev for _, sev in got[rid]} == {"warning"}, (rid, got)
+        assert ("pii.ADDRESS", "warning") in got[rid], (rid, got)
+    assert ("pii.ADDRESS", "error") in got["real"], got
+    assert {("pii.ADDRESS", "warning"), ("pii.PHONE_NUMBER", "error")} <= got["linked"], got
+    assert ("pii.PHONE_NUMBER", "warning") in got["cover"] and ("pii.PHONE_NUMBER", "error") not in got["cover"], got
+    streets = [f for f in run.results[0].findings if f.rule == "pii.ADDRESS" and f.severity == "warning"]
+    assert all("a stock placeholder value" in f.message for f in streets), streets

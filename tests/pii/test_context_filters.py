@@ -208,3 +208,14 @@ def test_a_page_on_a_social_network_is_a_persons_but_its_developer_docs_are_not(
     assert not named("https://www.youtube.com/watch?v=dQw4w9WgXcQ")
     assert named("https://www.facebook.com/jane.smith.4821") and named("https://twitter.com/janedoe")
     assert named("https://www.youtube.com/@janedoe")
+
+
+def test_a_public_dns_resolver_is_no_ones_address(pattern_cfg: PiiConfig) -> None:
+    """On the real-data bench a network how-to ("use Google's DNS servers 8.8.8.8 and 8.8.4.4") failed the gate
+    twice: a resolver millions of people use identifies none of them. A neighbouring host address still counts."""
+    texts = ["您可以使用Google DNS服务器“8.8.8.8”和“8.8.4.4”或您的互联网服务提供商的DNS服务器。",
+             "Set the resolver to 1.1.1.1 or 2001:4860:4860::8888 in the network settings.",
+             "My home server answers on 8.8.8.9 since the move."]
+    found = _found(texts, pattern_cfg, "IP_ADDRESS")
+    assert found[:2] == [[], []], found
+    assert found[2] == ["8.8.8.9"], found
