@@ -216,8 +216,9 @@ def test_a_value_given_as_an_example_in_documentation_warns_and_links_nobody(tmp
     row an error; the same value written as the writer's own still fails. (The example address is a realistic one:
     `123 Main St` is a stock placeholder wherever it stands, see the next tests.)"""
     docs = ("Tools: {\"pickup\": {\"type\": \"string\", \"description\": \"Where the cab waits, as 'Street, City'. "
-            "For example, '2508 University Ave, Palo Alto, CA'.\", \"contact\": {\"description\": \"An e-mail or a phone "
-            "number, in the format 'name@example.com' or '+14155550134'.\", \"default\": \"ops.desk@example.org\"}}}"
+            "For example, '2508 University Ave, Palo Alto, CA'.\", \"contact\": {\"description\": "
+            "\"An e-mail or a phone number, in the format 'name@example.com' or '+14155550134'.\", "
+            "\"default\": \"ops.desk@example.org\"}}}"
             " Ask Danny Ortega which cab he wants.")
     run, got = _findings_by_row(tmp_path, triage_contract, {
         "docs": docs, "own": "Please send the cab to 2508 University Ave, Palo Alto, CA, it is my home; my number is "
@@ -294,3 +295,23 @@ def test_a_stock_street_address_and_its_town_warn_and_a_real_one_still_fails(tmp
     assert ("pii.PHONE_NUMBER", "warning") in got["cover"] and ("pii.PHONE_NUMBER", "error") not in got["cover"], got
     streets = [f for f in run.results[0].findings if f.rule == "pii.ADDRESS" and f.severity == "warning"]
     assert all("a stock placeholder value" in f.message for f in streets), streets
+
+
+def test_a_given_name_alone_fails_the_gate_only_beside_a_direct_identifier(tmp_path, triage_contract) -> None:
+    """"Hi, I am Karan", "My name is Charlie", "Dear John" (a letter to translate): a given name alone identifies no
+    one, introduced or not; on the real-data bench 7 of the 8 introduced lone given names that failed the gate were
+    labelled false. It stays a finding (a warning); the full name introduced the same way fails, and so does the
+    given name in a row that also holds the writer's e-mail address."""
+    texts = {
+        "given": "Hi, I am Karan. Could you tell me the current status of my Delta flight?",
+        "full": "Hi, I am Karan Sharma. Could you tell me the current status of my Delta flight?",
+        "letter": "Translate this e-mail into Chinese.\nDear John, Thank you for your e-mail about the conference.",
+        "linked": "Hi, I am Karan, write to me at karan.sharma82@gmail.com about the flight.",
+    }
+    run, got = _findings_by_row(tmp_path, triage_contract, texts)
+    assert got["given"] == {("pii.PERSON", "warning")}, got
+    assert got["letter"] == {("pii.PERSON", "warning")}, got
+    assert got["full"] == {("pii.PERSON", "error")}, got
+    assert {("pii.PERSON", "error"), ("pii.EMAIL_ADDRESS", "error")} <= got["linked"], got
+    given = [f for f in run.results[0].findings if f.row_id in ("tri-given", "tri-letter")]
+    assert all("a given name alone" in f.message for f in given), given
