@@ -483,7 +483,13 @@ _PLACEHOLDER_MAILBOXES = frozenset({
     "name", "email", "e-mail", "example", "test", "someone", "somebody", "you", "your.name", "yourname",
     "your_name", "your.email", "youremail", "your_email", "first.last", "firstname.lastname", "local-part",
     "localpart", "me", "foo", "bar", "admin", "support", "info", "contact", "hr", "manager", "customer", "sales",
-    "noreply", "no-reply", "default"})
+    "noreply", "no-reply", "default", "assistant", "landlord", "boss", "friend", "colleague", "team", "office"})
+#: Role accounts (RFC 2142's, and a sender's automatic mail): a function of an organisation, whoever reads it, on
+#: any domain: `alerts@info6.citi.com`, `abuse@`, `noreply@`.
+_ROLE_MAILBOXES = frozenset({
+    "info", "marketing", "sales", "support", "abuse", "noc", "security", "postmaster", "hostmaster", "usenet",
+    "news", "webmaster", "www", "uucp", "ftp", "noreply", "no-reply", "donotreply", "do-not-reply", "alerts",
+    "alert", "notifications", "notification", "newsletter", "mailer-daemon", "bounce", "bounces"})
 _PLACEHOLDER_DOMAINS = re.compile(r"(?i)(?:^|\.)(?:example\.(?:com|net|org|edu)|[^.]+\.(?:example|test|invalid)|"
                                   r"(?:your|my)?(?:domain|email|company)\.com)$")
 
@@ -519,19 +525,22 @@ def _counting_run(digits: str) -> int:
 def placeholder_value(entity_type: str, value: str) -> bool:
     """True for the stock values documentation uses for "some e-mail" or "some phone number": a placeholder
     mailbox (`john.doe`, `user`, `admin`...) on a domain reserved for examples or named "domain" (both at once:
-    `jane.doe@example.com`, `example@domain.com`); a phone number whose first six digits or more count up or down
-    (`123-456-7890`, `+12345678900`, `456-7890`) or that repeats one digit (`000-000-0000`), which no numbering
-    plan issues (not the North American numbers set aside for fiction, 555-0100 to 555-0199: like a realistic
-    mailbox on a reserved domain, that is how test data plants a phone number without using anyone's); a street
-    address whose house number counts up or down (`123 Main Street`, `456 Oak Avenue`, `321 Elm St`: 40 of the
-    real-data bench's 72 false pii errors were these and their towns) or that everybody knows and nobody lives at
-    (`221B Baker Street`, `1600 Pennsylvania Avenue`); or a stand-in name (`John Doe`, `Max Mustermann`).
+    `jane.doe@example.com`, `example@domain.com`, `assistant@example.com`), or a role account on any domain
+    (`alerts@`, `noreply@`, RFC 2142's `info@`, `abuse@`: an organisation's function, not a person); a phone
+    number whose first six digits or more count up or down (`123-456-7890`, `+12345678900`, `456-7890`) or that
+    repeats one digit (`000-000-0000`), which no numbering plan issues (not the North American numbers set aside
+    for fiction, 555-0100 to 555-0199: like a realistic mailbox on a reserved domain, that is how test data plants
+    a phone number without using anyone's); a street address whose house number counts up or down (`123 Main
+    Street`, `456 Oak Avenue`, `321 Elm St`: with their towns, most of the false pii errors left on the real-data
+    bench) or that everybody knows and nobody lives at (`221B Baker Street`, `1600 Pennsylvania Avenue`); or a
+    stand-in name (`John Doe`, `Max Mustermann`).
 
     Why both parts for an e-mail: a realistic mailbox on a reserved domain (`m.holloway82@example.net`) is how
     test data, gate's own fixtures among them, plants personal data without using anyone's; it stays an error."""
     if entity_type == "EMAIL_ADDRESS":
         local, _, domain = value.strip("\"'<>()").rpartition("@")
-        return local.lower() in _PLACEHOLDER_MAILBOXES and bool(_PLACEHOLDER_DOMAINS.search(domain.rstrip(".")))
+        return local.lower() in _ROLE_MAILBOXES or (local.lower() in _PLACEHOLDER_MAILBOXES
+                                                   and bool(_PLACEHOLDER_DOMAINS.search(domain.rstrip("."))))
     if entity_type == "PERSON":
         return " ".join(value.strip("\"'.,").lower().split()) in _PLACEHOLDER_NAMES
     if entity_type == "PHONE_NUMBER":

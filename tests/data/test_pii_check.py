@@ -315,3 +315,19 @@ def test_a_given_name_alone_fails_the_gate_only_beside_a_direct_identifier(tmp_p
     assert {("pii.PERSON", "error"), ("pii.EMAIL_ADDRESS", "error")} <= got["linked"], got
     given = [f for f in run.results[0].findings if f.row_id in ("tri-given", "tri-letter")]
     assert all("a given name alone" in f.message for f in given), given
+
+
+def test_a_role_mailbox_warns_and_a_persons_mailbox_on_the_same_domain_fails(tmp_path, triage_contract) -> None:
+    """A bank's alert sender (`alerts@info6.citi.com`), RFC 2142's role accounts (`abuse@`, `info@`) and a
+    relation word on a reserved domain (`assistant@example.com`, `landlord@email.com`) name a function, not a
+    person: on the real-data bench each failed the gate. A person's mailbox on the same domain still does."""
+    texts = {
+        "alerts": "Subject: a $3.50 transaction on your account\nFrom: alerts@info6.citi.com\nExplain this mail.",
+        "abuse": "Report the spam to abuse@acme-corp.net or info@acme-corp.net, they answer within a day.",
+        "relation": 'send_email(to="landlord@email.com", cc="assistant@example.com", subject="Rent")',
+        "person": "Report the spam to noor.haddad41@acme-corp.net, she answers within a day.",
+    }
+    _, got = _findings_by_row(tmp_path, triage_contract, texts)
+    for rid in ("alerts", "abuse", "relation"):
+        assert got[rid] == {("pii.EMAIL_ADDRESS", "warning")}, (rid, got)
+    assert ("pii.EMAIL_ADDRESS", "error") in got["person"], got
