@@ -28,7 +28,7 @@ PATTERN_ENTITIES: tuple[str, ...] = (
 #: Entities that only a NER model finds; used when `use_ner` and the model is installed.
 NER_ENTITIES: tuple[str, ...] = ("PERSON", "LOCATION")
 #: Entities that identify nobody on their own (quasi-identifiers: a name, a place, a nationality, a date, a web
-#: address): a finding of one fails the gate only when its row also holds a direct identifier (an e-mail, a phone
+#: address): a finding of one fails the gate only when its message also holds a direct identifier (an e-mail, a phone
 #: number, a card, an address...), which links it to a person, or when it names someone itself (an introduced name,
 #: a profile URL); alone it is a warning for a reviewer. A URL is one: a site, a library or an image on the web is
 #: no one's personal data (83 of 83 URL errors on the real-data bench), a profile page or a query with a name is.

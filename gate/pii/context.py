@@ -477,6 +477,47 @@ def given_as_example(text: str, start: int) -> bool:
                 or _SCHEMA_VALUE_BEFORE.search(text, max(0, start - 24), start))
 
 
+# ------------------------------------------------------------------------------------------------------ listings
+
+#: What a place's listing says before its address or number: "located at", "held at", "its address is", "the
+#: contact number for the hotel is", "you can reach them at", "they are at", "a house with a rating of 4.3 at".
+_VENUE = (r"(?:house|home|apartment|apartments|flat|property|condo|restaurant|cafe|caf\u00e9|bar|hotel|motel|hostel|"
+          r"salon|spa|venue|store|shop|office|clinic|dentist|doctor|hospital|pharmacy|museum|theater|theatre|cinema|"
+          r"park|stadium|arena|gym|studio|gallery|church|school|library|bank|station|airport|company|business|"
+          r"agency|center|centre|mall|market|branch|place|studio|attraction|event|show|concert|game)")
+_LISTING_BEFORE = re.compile(
+    r"(?i)(?:\b(?:located|situated|based|held|hosted|headquartered|found)\s+(?:at|on|in)"
+    r"|\b(?:their|its|the(?:\s+" + _VENUE + r"(?:'s)?)?)\s+(?:(?:main|contact|phone|telephone|street|office|business|"
+    r"front\s+desk|venue|exact|full)\s+)*(?:number|phone|address|location)(?:\s+[^.!?\n]{0,30}?)?\s+(?:is|are|:)"
+    r"|\b(?:reach|call|contact|find|visit|phone|ring)\s+(?:them|it)\b[^.!?\n]{0,20}?\b(?:at|on|by)(?:\s+the\s+number)?"
+    r"|\b(?:they|it)\s+can\s+be\s+(?:called|reached|contacted|found)\s+(?:at|on)"
+    r"|\b(?:the\s+)?(?:phone|number\s+to\s+call)\s+is"
+    r"|\b(?:they|it)\s+(?:are|is)\s+(?:located\s+)?(?:at|on)|\b(?:they're|it's|is|one)\s+at"
+    r"|\b" + _VENUE + r"\b(?:[^.!?\n]|\.(?=\S)){0,60}?\bat)"
+    r"[\s:,]*(?:number\s+)?$")
+_PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|your|his|her)\b|\b[A-Z][a-z]+'s\s+(?:\w+\s+)?(?:number|phone|address)")
+
+
+#: The listing after the value: "+61 2 8889 7700 is their phone number".
+_LISTING_AFTER = re.compile(r"(?i)[\s.,]*(?:is|are)\s+(?:their|its)\s+(?:\w+\s+){0,2}(?:number|phone|address)")
+
+
+def listed_contact(text: str, start: int, end: int) -> bool:
+    """True when the model's turn reads out the street address or phone number of a place it found: "Their number
+    is +1 604-697-0202", "The venue is located at 2367 Shattuck Avenue", "a nice house located at 100 Greenwich
+    Street", "The contact number for the hotel is ...", "You can find them at ...".
+
+    Why: dialogue and tool-use data (Schema-Guided Dialogue, MultiWOZ) is made of such listings, the contact
+    details of restaurants, salons, hotels and homes for rent a service returned; on 1,200 Schema-Guided Dialogue
+    rows they were 929 pii errors (and linked 900 names and places more), none of them anyone's. The sentence must
+    not tie the value to a person ("my", "your", "his", "Jessica's number"); the caller asks only for the
+    assistant's turns, so a user who gives their own address or number still fails the gate."""
+    before = _clause_before(text, start)
+    if _PERSONAL_BEFORE.search(before):
+        return False
+    return bool(_LISTING_BEFORE.search(before) or _LISTING_AFTER.match(text, end, min(len(text), end + 60)))
+
+
 #: Mailboxes that stand for "someone" in documentation and tests, on a domain nobody's mail goes to.
 _PLACEHOLDER_MAILBOXES = frozenset({
     "john.doe", "jane.doe", "johndoe", "janedoe", "john_doe", "jane_doe", "john", "jane", "user", "username",

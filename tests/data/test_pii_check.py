@@ -196,7 +196,7 @@ def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person
     assert got["linked"] == {("pii.PERSON", "error"), ("pii.EMAIL_ADDRESS", "error")}, got
     assert run.results[0].status == "fail"  # the linked rows fail the gate; the warnings alone would not
     alone = [f for f in run.results[0].findings if f.severity == "warning"]
-    assert all("nothing in its row links it to a person" in f.message for f in alone)
+    assert all("nothing in its message links it to a person" in f.message for f in alone)
     # a contract that wants every name and place to fail says so: `quasi_identifiers: []`
     raw = yaml.safe_load(Path(triage_contract.path).read_text())
     raw.setdefault("checks", {}).setdefault("pii", {})["quasi_identifiers"] = []
@@ -331,3 +331,56 @@ def test_a_role_mailbox_warns_and_a_persons_mailbox_on_the_same_domain_fails(tmp
     for rid in ("alerts", "abuse", "relation"):
         assert got[rid] == {("pii.EMAIL_ADDRESS", "warning")}, (rid, got)
     assert ("pii.EMAIL_ADDRESS", "error") in got["person"], got
+
+
+def test_a_place_the_assistant_reads_out_from_a_listing_warns(tmp_path, triage_contract) -> None:
+    """Dialogue and tool-use data (Schema-Guided Dialogue, MultiWOZ) is made of listings: the model reads out the
+    address and number of the restaurant, salon, hotel or home for rent a service returned. On 1,200 Schema-Guided
+    Dialogue rows these were 929 pii errors, none anyone's. Read out by the assistant they are warnings; the same
+    values given by the user as their own, or tied to a person in the sentence, still fail."""
+    rows = []
+    for rid, turns in {
+        "hotel": ["Find me a hotel in Vancouver.",
+                  "Your room is booked. Their number is +1 604-697-0202 and they are located at 1160 Davie Street."],
+        "venue": ["Where is the concert?", "The venue is located at 2367 Shattuck Avenue, Berkeley."],
+        "rent": ["Any houses?", "There is a house with a rating of 4.3 at 1 Addington Street."],
+        "own": ["Send the cab to 1160 Davie Street, my number is +1 604-697-0202.", "Done, the cab is on its way."],
+        "person": ["What is Jessica's number?", "Jessica's number is +1 604-697-0202."],
+    }.items():
+        row = triage_row(len(rows), turns[0])
+        row["id"] = f"tri-{rid}"
+        row["messages"][-1]["content"] = turns[1]
+        rows.append(row)
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    got: dict[str, set[tuple[str, str]]] = {}
+    for f in run.results[0].findings:
+        if f.rule in ("pii.ADDRESS", "pii.PHONE_NUMBER"):
+            got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
+    assert got["hotel"] == {("pii.PHONE_NUMBER", "warning"), ("pii.ADDRESS", "warning")}, got
+    assert got["venue"] == {("pii.ADDRESS", "warning")}, got
+    assert got["rent"] == {("pii.ADDRESS", "warning")}, got
+    assert got["own"] == {("pii.PHONE_NUMBER", "error"), ("pii.ADDRESS", "error")}, got
+    assert got["person"] == {("pii.PHONE_NUMBER", "error")}, got
+    listed = [f for f in run.results[0].findings if f.row_id in ("tri-hotel", "tri-venue", "tri-rent")
+              and f.rule in ("pii.ADDRESS", "pii.PHONE_NUMBER")]
+    assert all("read out from a listing" in f.message for f in listed), listed
+
+
+def test_a_direct_identifier_links_the_names_of_its_own_message_not_of_the_whole_dialogue(tmp_path,
+                                                                                          triage_contract) -> None:
+    """A ride's destination in one turn made every therapist, hotel and city of a twenty-turn dialogue an error.
+    A name or place is linked to a person by a direct identifier in the same message; the row fails the gate on
+    that identifier either way."""
+    row = triage_row(0, "I need a cab to 5801 Norris Canyon Road for three people.")
+    row["id"] = "tri-dialogue"
+    row["messages"][-1]["content"] = "Booked. By the way, Dr. Sara Bunce, a psychotherapist in Menlo Park, has time."
+    same = triage_row(1, "Please mail the printed answer to Dmitri Kowalski, 412 Birchwood Avenue, Portland.")
+    same["id"] = "tri-same"
+    write_jsonl(tmp_path / "d" / "train.jsonl", [row, same])
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    sev = {(f.row_id, f.rule): f.severity for f in run.results[0].findings}
+    assert sev[("tri-dialogue", "pii.ADDRESS")] == "error", sev
+    assert sev[("tri-dialogue", "pii.PERSON")] == "warning", sev
+    assert sev[("tri-same", "pii.ADDRESS")] == "error" and sev[("tri-same", "pii.PERSON")] == "error", sev
+    assert run.results[0].status == "fail"

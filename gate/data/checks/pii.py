@@ -20,6 +20,8 @@ from gate.data.scrub_rules import ScrubRules
 from gate.pii.config import QUASI_ENTITIES, PiiConfig, SecretConfig
 
 _PII, _SECRET = PiiConfig(), SecretConfig()  # the defaults the options schemas document (stdlib-only module)
+#: What a place's listing gives: its street address and phone number (`gate.pii.context.listed_contact`).
+_LISTED_TYPES = frozenset({"ADDRESS", "PHONE_NUMBER"})
 
 
 def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[int, int, str]]]:
@@ -77,13 +79,13 @@ class _DetectorCheck(Check):
     def _describe(self, hit: Any) -> tuple[str, str]:
         raise NotImplementedError
 
-    def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
-        """(severity, what the message adds) of one hit of field `fh` among the hits of its row that identify
-        someone (`_identifies`): an error by default."""
+    def _severity(self, hit: Any, fh: Any, linked: list[Any]) -> tuple[str, str]:
+        """(severity, what the message adds) of one hit of field `fh` among the hits of the same field (message)
+        that identify someone (`_identifies`): an error by default."""
         return "error", ""
 
     def _identifies(self, hit: Any, fh: Any) -> bool:
-        """Whether the hit can link the other hits of its row to a person (counted in `row_hits`): every hit by
+        """Whether the hit can link the other hits of its message to a person (counted in `linked`): every hit by
         default."""
         return True
 
@@ -91,24 +93,26 @@ class _DetectorCheck(Check):
         scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
         texts = kept = 0
         todo: list[tuple[int, str | None, Any, list[Any]]] = []
-        in_row: list[list[Any]] = []  # per entry of `todo`: every hit of its row (all fields)
+        # per entry of `todo`: the hits of its field (message) that identify someone. A link is looked for in the
+        # same message, not the whole row: in a long dialogue one turn's address said nothing about the names and
+        # places of twenty other turns (Schema-Guided Dialogue: a ride's destination made every therapist and
+        # hotel of the conversation an error). A row with such a hit fails the gate either way.
+        in_field: list[list[Any]] = []
         for (line, row), fields in zip(batch.rows, scanned, strict=True):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
-            row_hits: list[Any] = []
             for fh in fields:
                 hits = [h for h in self._hits(fh) if self._scrub.hit_operator(h) != "keep"]
                 kept += len(self._hits(fh)) - len(hits)
                 if hits:
                     todo.append((line, rid, fh, hits))
-                    in_row.append(row_hits)
-                    row_hits.extend(h for h in hits if self._identifies(h, fh))
+                    in_field.append([h for h in hits if self._identifies(h, fh)])
         snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
-        for (line, rid, fh, hits), shown, row_hits in zip(todo, snippets, in_row, strict=True):
+        for (line, rid, fh, hits), shown, linked in zip(todo, snippets, in_field, strict=True):
             for hit, snip in zip(hits, shown, strict=True):
                 rule, message = self._describe(hit)
-                severity, why = self._severity(hit, fh, row_hits)
+                severity, why = self._severity(hit, fh, linked)
                 findings.append(Finding(self.name, batch.split, line, fh.path, rule, severity,
                                         f"{message}{why} at characters {hit.start}-{hit.end}", snip, rid))
         return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts, "kept_by_scrub_rule": kept})
@@ -166,7 +170,7 @@ class PiiCheck(_DetectorCheck):
         "quasi_identifiers": {"type": "array", "items": {"type": "string"}, "default": list(QUASI_ENTITIES),
                               "description": "Entity types that identify nobody on their own (a name, a place, a "
                                              "web address): a warning unless something links them to a person: "
-                                             "another entity type in the same row (an e-mail, a phone number...) "
+                                             "another entity type in the same message (an e-mail, a phone number...) "
                                              "or, for a full name, an introduction, greeting, sign-off or hand-over "
                                              "beside it, or the writer's relation to them; for a URL, a profile "
                                              "path, a user or a name in it, or the writer's own page; then an "
@@ -181,9 +185,9 @@ class PiiCheck(_DetectorCheck):
     def _hits(self, fh: Any) -> list[Any]:
         return fh.pii
 
-    def _severity(self, hit: Any, fh: Any, row_hits: list[Any]) -> tuple[str, str]:
+    def _severity(self, hit: Any, fh: Any, linked: list[Any]) -> tuple[str, str]:
         """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
-        identifier in the same row (an e-mail, a phone number...), or, for a full name, an introduction, greeting,
+        identifier in the same message (an e-mail, a phone number...), or, for a full name, an introduction, greeting,
         sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`);
         a given name alone ("Hi, I am Karan", "Dear John") needs the direct identifier: on the real-data bench 7 of
         the 8 introduced lone given names that failed the gate were labelled false (a first name identifies no one);
@@ -195,13 +199,13 @@ class PiiCheck(_DetectorCheck):
         stand_in = self._stand_in(hit, fh)
         if stand_in:
             return "warning", stand_in
-        if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in row_hits):
+        if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in linked):
             return "error", ""
         if hit.entity_type == "PERSON":
             from gate.pii.context import names_a_person
 
             if len(fh.text[hit.start:hit.end].split()) < 2:
-                return "warning", ", a given name alone: nothing in its row links it to a person,"
+                return "warning", ", a given name alone: nothing in its message links it to a person,"
             if names_a_person(fh.text, hit.start, hit.end, model_speaks=fh.role == "assistant"):
                 return "error", ""
         if hit.entity_type == "URL":
@@ -209,7 +213,7 @@ class PiiCheck(_DetectorCheck):
 
             if url_names_someone(fh.text, hit.start, hit.end):
                 return "error", ""
-        return "warning", ", alone: nothing in its row links it to a person,"
+        return "warning", ", alone: nothing in its message links it to a person,"
 
     def _identifies(self, hit: Any, fh: Any) -> bool:
         return not self._stand_in(hit, fh)
@@ -219,12 +223,15 @@ class PiiCheck(_DetectorCheck):
         """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
         as an example in documentation ("e.g. '123 Main St'", a schema's default) or a stock placeholder
         (`john.doe@example.com`, `123-456-7890`) identifies and links nobody."""
-        from gate.pii.context import given_as_example, placeholder_value
+        from gate.pii.context import given_as_example, listed_contact, placeholder_value
 
         if given_as_example(fh.text, hit.start):
             return ", given as an example in documentation (e.g., a format, a default),"
         if placeholder_value(hit.entity_type, fh.text[hit.start:hit.end]):
             return ", a stock placeholder value,"
+        if (fh.role == "assistant" and hit.entity_type in _LISTED_TYPES
+                and listed_contact(fh.text, hit.start, hit.end)):
+            return ", a place's address or number the assistant read out from a listing,"
         return ""
 
     def _describe(self, hit: Any) -> tuple[str, str]:
