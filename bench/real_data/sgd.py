@@ -1,0 +1,70 @@
+"""A held-out pii precision set: Schema-Guided Dialogue (Rastogi et al., 2020) as chat rows.
+
+Why this corpus: dialogue and tool-use data is made of listings (the address and number of the restaurant, salon,
+hotel or home for rent a service returned) and user requests (a ride's destination, an address to share with a
+friend); none of the real-data mix's sources has them, and gate's pii rules were not written against it. Licence:
+CC BY-SA 4.0 (the repository's LICENSE.txt); read from a git mirror at a pinned commit, nothing vendored.
+
+    python bench/real_data/sgd.py --mirrors /work/.mirror -o /tmp/sgd --rows 1200
+    gate check /tmp/sgd/data -c /tmp/sgd/contract.yaml --checks pii --db /tmp/sgd/gate.duckdb
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+from pathlib import Path
+
+REPO = "google-research-datasets/dstc8-schema-guided-dialogue"
+COMMIT = "e852981ae34990f4358979625854259302feaa78"
+#: The dialogue files read: those the fetch tool's snapshot holds (it leaves out a repository's largest blobs).
+#: A git blob is named by its content's hash, so the commit pins the bytes.
+FILES = ([f"dev/dialogues_{i:03d}.json" for i in (*range(1, 15), 16, 19, 20)]
+         + [f"test/dialogues_{i:03d}.json" for i in (*range(1, 12), 13, 14, 15, 17, 18, 20, 21, 24, 25, 30, 32, 33,
+                                                      34)])
+CONTRACT = """\
+name: sgd-pii-holdout
+version: "1.0"
+description: Schema-Guided Dialogue (dev and test splits) as chat rows, a held-out pii precision set.
+fields:
+  id: {type: string, required: true, unique: true}
+messages:
+  roles: [user, assistant]
+  max_messages: 200
+text:
+  roles: [user, assistant]
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mirrors", type=Path, required=True, help="the fetch tool's mirror root (<owner>+<name>/repo)")
+    ap.add_argument("-o", "--out", type=Path, required=True)
+    ap.add_argument("--rows", type=int, default=1200, help="dialogues sampled (seed 7) from dev and test")
+    args = ap.parse_args()
+    git_dir = args.mirrors / REPO.replace("/", "+") / "repo"
+    git = ["git", "--git-dir", str(git_dir)]
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    if commit != COMMIT:
+        raise SystemExit(f"{REPO}: mirror at {commit[:7]}, this set is pinned to {COMMIT[:7]}")
+    rows = []
+    for path in FILES:
+        data = json.loads(subprocess.run([*git, "show", f"{commit}:{path}"], check=True, capture_output=True).stdout)
+        for d in data:
+            rows.append({"id": f"sgd-{path.split('/')[0]}-{d['dialogue_id']}", "messages": [
+                {"role": "user" if t["speaker"] == "USER" else "assistant", "content": t["utterance"]}
+                for t in d["turns"]]})
+    random.seed(7)
+    sample = random.sample(rows, min(args.rows, len(rows)))
+    (args.out / "data").mkdir(parents=True, exist_ok=True)
+    with open(args.out / "data" / "train.jsonl", "w", encoding="utf-8") as f:
+        for r in sample:
+            f.write(json.dumps(r) + "\n")
+    (args.out / "contract.yaml").write_text(CONTRACT)
+    print(f"{len(sample)} of {len(rows)} dialogues -> {args.out}/data/train.jsonl")
+
+
+if __name__ == "__main__":
+    main()
