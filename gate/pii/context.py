@@ -489,13 +489,15 @@ _LISTING_BEFORE = re.compile(
     r"(?i)(?:\b(?:located|situated|based|held|hosted|headquartered|found)\s+(?:at|on|in)"
     r"|\b(?:their|its|the(?:\s+" + _VENUE + r"(?:'s)?)?)\s+(?:(?:main|contact|phone|telephone|street|office|business|"
     r"front\s+desk|venue|exact|full)\s+)*(?:number|phone|address|location)(?:\s+[^.!?\n]{0,30}?)?\s+(?:is|are|:)"
+    r"(?:\s+listed\s+as)?"
     r"|\b(?:reach|call|contact|find|visit|phone|ring)\s+(?:them|it)\b[^.!?\n]{0,20}?\b(?:at|on|by)(?:\s+the\s+number)?"
     r"|\b(?:they|it)\s+can\s+be\s+(?:called|reached|contacted|found)\s+(?:at|on)"
     r"|\b(?:the\s+)?(?:phone|number\s+to\s+call)\s+is"
     r"|\b(?:they|it)\s+(?:are|is)\s+(?:located\s+)?(?:at|on)|\b(?:they're|it's|is|one)\s+at"
-    r"|\b" + _VENUE + r"\b(?:[^.!?\n]|\.(?=\S)){0,60}?\bat)"
+    r"|\b" + _VENUE + r"\b(?:[^.!?\n]|\.(?=\S)){0,60}?\b(?:at|on|@))"
     r"[\s:,]*(?:number\s+)?$")
-_PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|your|his|her)\b|\b[A-Z][a-z]+'s\s+(?:\w+\s+)?(?:number|phone|address)")
+_PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|your|his|her)\b|\b(?!(?:what|that|it|where|here|there|who|he|she|let"
+                              r"|how|which|this)'s)[a-z]+'s\s+(?:\w+\s+)?(?:number|phone|address)")
 
 
 #: The listing after the value: "+61 2 8889 7700 is their phone number".
@@ -513,9 +515,31 @@ def listed_contact(text: str, start: int, end: int) -> bool:
     not tie the value to a person ("my", "your", "his", "Jessica's number"); the caller asks only for the
     assistant's turns, so a user who gives their own address or number still fails the gate."""
     before = _clause_before(text, start)
-    if _PERSONAL_BEFORE.search(before):
+    if _PERSONAL_BEFORE.search(before[-40:]):  # "Your appointment is made and their address is" is the place's
         return False
     return bool(_LISTING_BEFORE.search(before) or _LISTING_AFTER.match(text, end, min(len(text), end + 60)))
+
+
+#: A user asking for a place's contact details: "What is their phone number?", "Tell me the address.", "Can I get
+#: a contact number?", "What number do I have to call?"
+_ASKS_LISTING = re.compile(r"(?i)\b(?:phone|number|address|contact|location|where\s+(?:is|are)\s+(?:it|they|the))\b")
+
+
+#: ...or requesting them: "Give me the phone number", "let me know their phone number", "I need their address".
+_REQUESTS_LISTING = re.compile(r"(?i)\b(?:give|tell|share|send|get|need|know|have)\b[^.!?\n]{0,30}\b(?:their|its|the)"
+                               r"\s+(?:\w+\s+)?(?:phone|number|address|contact)")
+
+
+def asks_for_listing(asked: str, value: str) -> bool:
+    """True when the user's turn right before the model's asks for a place's phone number or address (theirs, its,
+    "the address"), so the `value` the model answers with is the listing: "What is their phone?" / "It is 20 7071
+    5029." (Schema-Guided Dialogue's answers carry no cue of their own). Not when the turn names a person ("my",
+    "your", "his", "her", "Jessica's number"), nor when the user gave the value themselves (the model's call
+    repeats the user's own destination)."""
+    if not asked or _PERSONAL_BEFORE.search(asked) or value.strip(" .,") in asked:
+        return False
+    questions = " ".join(re.findall(r"[^.!?\n]*\?", asked))
+    return bool(_ASKS_LISTING.search(questions)) or bool(_REQUESTS_LISTING.search(asked))
 
 
 #: Mailboxes that stand for "someone" in documentation and tests, on a domain nobody's mail goes to.

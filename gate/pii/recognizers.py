@@ -133,6 +133,9 @@ _UNIT = r"(?:,?[ \t]*\n?[ \t]*" + _UNIT_WORD + r"\.?[ \t]*#?\d+[A-Za-z]?)?"
 #: After a house number: not a unit of time or measure, which makes the number a count ("1 year", "3 km").
 _NOT_A_COUNT = (r"(?![ \t]*(?i:years?|yrs?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|"
                 r"percent|per[ \t]+cent|km|kg|cm|mm|miles?|points?|pieces?|people|persons?)\b|[ \t]*%)")
+#: After a house number: not a venue's word, which makes the words a name ("1 Hotel Brooklyn Bridge", "21 Club").
+_NOT_A_VENUE = (r"(?!(?:Hotels?|Motel|Inn|Hostel|Restaurants?|Caf[eé]|Bar|Pub|Salon|Spa|Studios?|Gym|Cinemas?|"
+                r"Theat(?:er|re)s?|Museum|Gallery|Club)\b)")
 _UK_POSTCODE = r"[A-Z]{1,2}\d[A-Z\d]?[ \t]+\d[A-Z]{2}"
 _TOWN = (r"(?:,?[ \t]*\n?[ \t]*(?:\d{4,5}|[A-Z]{1,2}-\d{4,5}),?[ \t]+" + _NAME + r"(?:[ \t]+" + _NAME + r")?"
          r"|,?[ \t]*\n?[ \t]*" + _NAME + r"(?:[ \t]+" + _NAME + r")?,[ \t]+(?:[A-Z]{2}[ \t]+)?\d{5}(?:-\d{4})?"
@@ -158,8 +161,8 @@ def street_address_patterns_recognizer(language: str = "en") -> EntityRecognizer
                      r"\d{1,5}[a-zA-Z]?\b" + _UNIT + _TOWN)
     romance_before = (r"\b\d{1,5}(?:[ \t]?(?:bis|ter))?,?[ \t]+" + romance_type + r"[ \t]+" + romance_name
                       + _UNIT + _TOWN)
-    english = (r"\b\d{1,5}[A-Za-z]?,?[ \t]+(?:" + _NAME + r"\.?[ \t]+){1,3}(?:" + _EN_TYPE + r")\b\.?"
-               + _UNIT + _TOWN)
+    english = (r"\b\d{1,5}[A-Za-z]?,?[ \t]+" + _NOT_A_VENUE + r"(?:" + _NAME + r"\.?[ \t]+){1,3}(?:" + _EN_TYPE
+               + r")\b\.?" + _UNIT + _TOWN)
     english_unit = (r"\b(?:" + _NAME + r"[ \t]+){1,3}(?:" + _EN_TYPE + r")\b\.?,?[ \t]*\n?[ \t]*"
                     r"(?i:apt|apartment|suite|ste|unit|flat)\.?[ \t]*#?\d+[A-Za-z]?" + _TOWN)
     unit_first = (r"\b(?:Flat|Apartment|Apt\.?|Unit|Studio|Suite)[ \t]+\d+[A-Za-z]?,?[ \t]*\n?[ \t]*"

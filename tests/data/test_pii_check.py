@@ -384,3 +384,38 @@ def test_a_direct_identifier_links_the_names_of_its_own_message_not_of_the_whole
     assert sev[("tri-dialogue", "pii.PERSON")] == "warning", sev
     assert sev[("tri-same", "pii.ADDRESS")] == "error" and sev[("tri-same", "pii.PERSON")] == "error", sev
     assert run.results[0].status == "fail"
+
+
+def test_the_number_or_address_the_user_asked_a_place_for_is_a_listing(tmp_path, triage_contract) -> None:
+    """"What is their phone number?" / "It is 20 7071 5029.": Schema-Guided Dialogue's answers carry no cue of
+    their own; the user's question right before says it is the place's. A question about a person ("What is
+    Jessica's number?") keeps the answer an error, and so does the same answer after an unrelated turn."""
+    rows = []
+    for rid, (ask, answer) in {
+        "asked": ("Sounds good. What is their phone number?", "It is +1 604-697-0202."),
+        "address": ("Tell me please the address.", "29 East Allen Street is the address."),
+        "person": ("What is Jessica's number?", "It is +1 604-697-0202."),
+        "unasked": ("Book it for two people.", "Done. I will text you at +1 604-697-0202."),
+    }.items():
+        row = triage_row(len(rows), ask)
+        row["id"] = f"tri-{rid}"
+        row["messages"][-1]["content"] = answer
+        rows.append(row)
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    sev = {f.row_id.removeprefix("tri-"): f.severity for f in run.results[0].findings
+           if f.rule in ("pii.PHONE_NUMBER", "pii.ADDRESS")}
+    assert sev == {"asked": "warning", "address": "warning", "person": "error", "unasked": "error"}, sev
+
+
+def test_the_models_call_repeating_the_users_own_address_is_no_listing(tmp_path, triage_contract) -> None:
+    """The user gives their destination in a turn that also asks something ("the address where I need to go is
+    3236 Grand Avenue, Oakland. Can you find a cab?"); the model's call repeats it. That is the user's address,
+    not a listing the model read out: it still fails the gate."""
+    row = triage_row(0, "So far, the address where I need to go is 3236 Grand Avenue, Oakland. Can you book a cab?")
+    row["id"] = "tri-echo"
+    row["messages"][-1]["content"] = 'RideSharing_2_GetRide(destination="3236 Grand Avenue, Oakland")'
+    write_jsonl(tmp_path / "d" / "train.jsonl", [row])
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    sev = {(f.field, f.rule): f.severity for f in run.results[0].findings if f.rule == "pii.ADDRESS"}
+    assert sev and set(sev.values()) == {"error"}, sev

@@ -219,3 +219,16 @@ def test_a_public_dns_resolver_is_no_ones_address(pattern_cfg: PiiConfig) -> Non
     found = _found(texts, pattern_cfg, "IP_ADDRESS")
     assert found[:2] == [[], []], found
     assert found[2] == ["8.8.8.9"], found
+
+
+def test_a_venue_named_by_a_number_is_no_street_address(pattern_cfg: PiiConfig) -> None:
+    """"There is a 5 star hotel called 1 Hotel Brooklyn Bridge." was a street address (a number, capitalised
+    words, "Bridge") eight times in a sample of Schema-Guided Dialogue errors. A street named like a venue still is
+    one, and so is a street with the same words after a real name."""
+    texts = ["There is a 5 star hotel called 1 Hotel Brooklyn Bridge.",
+             "Ship it to 12 Hotel Street, Honolulu.",
+             "I live at 39 Brooklyn Bridge Road."]
+    found = _found(texts, pattern_cfg, "ADDRESS")
+    assert found[0] == [], found
+    assert found[1] == ["12 Hotel Street"], found
+    assert found[2] and found[2][0].startswith("39 Brooklyn Bridge Road"), found

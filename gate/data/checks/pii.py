@@ -79,12 +79,12 @@ class _DetectorCheck(Check):
     def _describe(self, hit: Any) -> tuple[str, str]:
         raise NotImplementedError
 
-    def _severity(self, hit: Any, fh: Any, linked: list[Any]) -> tuple[str, str]:
+    def _severity(self, hit: Any, fh: Any, linked: list[Any], asked: str = "") -> tuple[str, str]:
         """(severity, what the message adds) of one hit of field `fh` among the hits of the same field (message)
-        that identify someone (`_identifies`): an error by default."""
+        that identify someone (`_identifies`), `asked` the user's turn right before it: an error by default."""
         return "error", ""
 
-    def _identifies(self, hit: Any, fh: Any) -> bool:
+    def _identifies(self, hit: Any, fh: Any, asked: str = "") -> bool:
         """Whether the hit can link the other hits of its message to a person (counted in `linked`): every hit by
         default."""
         return True
@@ -98,21 +98,25 @@ class _DetectorCheck(Check):
         # places of twenty other turns (Schema-Guided Dialogue: a ride's destination made every therapist and
         # hotel of the conversation an error). A row with such a hit fails the gate either way.
         in_field: list[list[Any]] = []
+        asked_by: list[str] = []  # per entry of `todo`: the user's turn right before its field ("" if none)
         for (line, row), fields in zip(batch.rows, scanned, strict=True):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
+            asked = ""
             for fh in fields:
                 hits = [h for h in self._hits(fh) if self._scrub.hit_operator(h) != "keep"]
                 kept += len(self._hits(fh)) - len(hits)
                 if hits:
                     todo.append((line, rid, fh, hits))
-                    in_field.append([h for h in hits if self._identifies(h, fh)])
+                    in_field.append([h for h in hits if self._identifies(h, fh, asked)])
+                    asked_by.append(asked)
+                asked = fh.text if fh.role == "user" else ""
         snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
-        for (line, rid, fh, hits), shown, linked in zip(todo, snippets, in_field, strict=True):
+        for (line, rid, fh, hits), shown, linked, asked in zip(todo, snippets, in_field, asked_by, strict=True):
             for hit, snip in zip(hits, shown, strict=True):
                 rule, message = self._describe(hit)
-                severity, why = self._severity(hit, fh, linked)
+                severity, why = self._severity(hit, fh, linked, asked)
                 findings.append(Finding(self.name, batch.split, line, fh.path, rule, severity,
                                         f"{message}{why} at characters {hit.start}-{hit.end}", snip, rid))
         return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts, "kept_by_scrub_rule": kept})
@@ -185,7 +189,7 @@ class PiiCheck(_DetectorCheck):
     def _hits(self, fh: Any) -> list[Any]:
         return fh.pii
 
-    def _severity(self, hit: Any, fh: Any, linked: list[Any]) -> tuple[str, str]:
+    def _severity(self, hit: Any, fh: Any, linked: list[Any], asked: str = "") -> tuple[str, str]:
         """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
         identifier in the same message (an e-mail, a phone number...), or, for a full name, an introduction, greeting,
         sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`);
@@ -196,7 +200,7 @@ class PiiCheck(_DetectorCheck):
         Alone it identifies nobody (a story's character, a city of an anonymous request, a public figure asked
         about): a warning a reviewer reads, not a failed gate. So is a value that stands in for one (`_stand_in`: a
         tool's "e.g. '123 Main St'", `john.doe@example.com`), which links nothing either."""
-        stand_in = self._stand_in(hit, fh)
+        stand_in = self._stand_in(hit, fh, asked)
         if stand_in:
             return "warning", stand_in
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in linked):
@@ -215,22 +219,25 @@ class PiiCheck(_DetectorCheck):
                 return "error", ""
         return "warning", ", alone: nothing in its message links it to a person,"
 
-    def _identifies(self, hit: Any, fh: Any) -> bool:
-        return not self._stand_in(hit, fh)
+    def _identifies(self, hit: Any, fh: Any, asked: str = "") -> bool:
+        return not self._stand_in(hit, fh, asked)
 
     @staticmethod
-    def _stand_in(hit: Any, fh: Any) -> str:
+    def _stand_in(hit: Any, fh: Any, asked: str = "") -> str:
         """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
-        as an example in documentation ("e.g. '123 Main St'", a schema's default) or a stock placeholder
-        (`john.doe@example.com`, `123-456-7890`) identifies and links nobody."""
-        from gate.pii.context import given_as_example, listed_contact, placeholder_value
+        as an example in documentation ("e.g. '123 Main St'", a schema's default), a stock placeholder
+        (`john.doe@example.com`, `123-456-7890`), or a place's address or number the model reads out from a listing
+        (`listed_contact`, or the answer to the user's `asked` "What is their phone number?") identifies and links
+        nobody."""
+        from gate.pii.context import asks_for_listing, given_as_example, listed_contact, placeholder_value
 
         if given_as_example(fh.text, hit.start):
             return ", given as an example in documentation (e.g., a format, a default),"
-        if placeholder_value(hit.entity_type, fh.text[hit.start:hit.end]):
+        value = fh.text[hit.start:hit.end]
+        if placeholder_value(hit.entity_type, value):
             return ", a stock placeholder value,"
         if (fh.role == "assistant" and hit.entity_type in _LISTED_TYPES
-                and listed_contact(fh.text, hit.start, hit.end)):
+                and (listed_contact(fh.text, hit.start, hit.end) or asks_for_listing(asked, value))):
             return ", a place's address or number the assistant read out from a listing,"
         return ""
 
