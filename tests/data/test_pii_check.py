@@ -419,3 +419,18 @@ def test_the_models_call_repeating_the_users_own_address_is_no_listing(tmp_path,
     run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
     sev = {(f.field, f.rule): f.severity for f in run.results[0].findings if f.rule == "pii.ADDRESS"}
     assert sev and set(sev.values()) == {"error"}, sev
+
+
+def test_the_summary_counts_the_errors_that_fail_the_gate_apart_from_warnings(tmp_path, triage_contract) -> None:
+    """On Schema-Guided Dialogue the summary read "2820 possible PII span(s) in 1022 row(s)" where 136 rows failed
+    the gate: with warnings among the findings it says how many errors, in how many rows."""
+    run, got = _findings_by_row(tmp_path, triage_contract, {
+        "story": "Danny Ortega collects bottle caps. He found 58 at the park and threw away 25.",
+        "linked": "Jack Harlow has 5 apples. Write to jack.harlow@gmail.com for the invoice.",
+    })
+    res = run.results[0]
+    errors = sum(f.severity == "error" for f in res.findings)
+    warnings = len(res.findings) - errors
+    assert errors == 2 and warnings == 1, got
+    assert f"{len(res.findings)} possible PII span(s) in 2 row(s): 2 error(s) in 1 row(s), 1 warning(s)" \
+        in res.summary, res.summary

@@ -142,8 +142,15 @@ class _DetectorCheck(Check):
         return {"by_rule": dict(sorted(self._by_rule.items())), "label": "flagged / possible"}
 
     def _summary(self, noun: str, prefix: str) -> str:
+        """The findings, and apart the errors that fail the gate and their rows: with warnings among them "2,820
+        spans in 1,022 rows" alone read as 1,022 failing rows where 136 failed."""
         kinds = ", ".join(f"{k[len(prefix):]} {v}" for k, v in sorted(self._by_rule.items())) or "none"
-        return f"{len(self.findings)} {noun} in {self.flagged_rows()} row(s) ({kinds})"
+        head = f"{len(self.findings)} {noun} in {self.flagged_rows()} row(s)"
+        errors = [f for f in self.findings if f.severity == "error"]
+        if len(errors) < len(self.findings):
+            rows = len({(f.split, f.row) for f in errors if f.row is not None})
+            head += f": {len(errors)} error(s) in {rows} row(s), {len(self.findings) - len(errors)} warning(s)"
+        return f"{head} ({kinds})"
 
 
 class PiiCheck(_DetectorCheck):
