@@ -542,6 +542,22 @@ def asks_for_listing(asked: str, value: str) -> bool:
     return bool(_ASKS_LISTING.search(questions)) or bool(_REQUESTS_LISTING.search(asked))
 
 
+#: A user sending the model "there": to a place already named in the dialogue ("I need a cab to go there", "Can you
+#: get me a ride there?").
+_GOES_THERE = re.compile(r"(?i)\b(?:go|get|going|ride|cab|taxi|take\s+(?:me|us)|travel|head(?:ing)?)\b[^.!?\n]{0,40}"
+                         r"\bthere\b")
+
+
+def goes_there(asked: str, value: str) -> bool:
+    """True when the user's turn right before the model's asks to go "there", a place named earlier in the
+    dialogue, so the street address the model confirms ("a shared ride for 2 to 1400 North Dutton Avenue?") is
+    that place's, which the model found, not one the user gave: "a cab to go there" after a salon was found
+    (Schema-Guided Dialogue). Not when the user's turn holds the address itself or ties the trip to a person."""
+    if not asked or _PERSONAL_BEFORE.search(asked) or value.strip(" .,") in asked:
+        return False
+    return bool(_GOES_THERE.search(asked))
+
+
 #: Mailboxes that stand for "someone" in documentation and tests, on a domain nobody's mail goes to.
 _PLACEHOLDER_MAILBOXES = frozenset({
     "john.doe", "jane.doe", "johndoe", "janedoe", "john_doe", "jane_doe", "john", "jane", "user", "username",

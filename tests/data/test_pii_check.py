@@ -434,3 +434,26 @@ def test_the_summary_counts_the_errors_that_fail_the_gate_apart_from_warnings(tm
     assert errors == 2 and warnings == 1, got
     assert f"{len(res.findings)} possible PII span(s) in 2 row(s): 2 error(s) in 1 row(s), 1 warning(s)" \
         in res.summary, res.summary
+
+
+def test_a_ride_there_to_a_place_found_earlier_is_that_places_address(tmp_path, triage_contract) -> None:
+    """"I need a cab to go there." / "A shared ride for 1 to 1400 North Dutton Avenue, correct?": the address is the
+    place the model found a turn before (a salon, a doctor), not one the user gave. A destination the user names
+    themselves still fails the gate, and so does "there" when the turn ties it to the user ("my home is there")."""
+    rows = []
+    for rid, (ask, answer) in {
+        "there": ("Thanks. I need a cab to go there.", "A shared ride for 1 to 1400 North Dutton Avenue, correct?"),
+        "named": ("I need a cab to 1400 North Dutton Avenue.", "A shared ride for 1 to 1400 North Dutton Avenue?"),
+        "home": ("My home is there, get me a cab to go there.", "A ride for 1 to 1400 North Dutton Avenue?"),
+    }.items():
+        row = triage_row(len(rows), ask)
+        row["id"] = f"tri-{rid}"
+        row["messages"][-1]["content"] = answer
+        rows.append(row)
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    sev = {(f.row_id.removeprefix("tri-"), f.field): f.severity for f in run.results[0].findings
+           if f.rule == "pii.ADDRESS"}
+    assert {v for (rid, _), v in sev.items() if rid == "there"} == {"warning"}, sev
+    assert {v for (rid, _), v in sev.items() if rid == "named"} == {"error"}, sev
+    assert {v for (rid, _), v in sev.items() if rid == "home"} == {"error"}, sev

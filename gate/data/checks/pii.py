@@ -236,7 +236,7 @@ class PiiCheck(_DetectorCheck):
         (`john.doe@example.com`, `123-456-7890`), or a place's address or number the model reads out from a listing
         (`listed_contact`, or the answer to the user's `asked` "What is their phone number?") identifies and links
         nobody."""
-        from gate.pii.context import asks_for_listing, given_as_example, listed_contact, placeholder_value
+        from gate.pii.context import asks_for_listing, given_as_example, goes_there, listed_contact, placeholder_value
 
         if given_as_example(fh.text, hit.start):
             return ", given as an example in documentation (e.g., a format, a default),"
@@ -244,7 +244,8 @@ class PiiCheck(_DetectorCheck):
         if placeholder_value(hit.entity_type, value):
             return ", a stock placeholder value,"
         if (fh.role == "assistant" and hit.entity_type in _LISTED_TYPES
-                and (listed_contact(fh.text, hit.start, hit.end) or asks_for_listing(asked, value))):
+                and (listed_contact(fh.text, hit.start, hit.end) or asks_for_listing(asked, value)
+                     or (hit.entity_type == "ADDRESS" and goes_there(asked, value)))):
             return ", a place's address or number the assistant read out from a listing,"
         return ""
 
