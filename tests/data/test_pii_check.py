@@ -168,6 +168,18 @@ def _findings_by_row(tmp_path: Path, contract, texts: dict[str, str], extra: lis
     return run, got
 
 
+def _dialogue_findings(tmp_path: Path, contract, turns: dict[str, tuple[str, str]]):
+    """Run the pii check on one triage row per (user turn, assistant turn) pair (id `tri-<key>`): the findings."""
+    rows = []
+    for rid, (ask, answer) in turns.items():
+        row = triage_row(len(rows), ask)
+        row["id"] = f"tri-{rid}"
+        row["messages"][-1]["content"] = answer
+        rows.append(row)
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    return run_checks(str(tmp_path / "d"), contract, checks=["pii"], workers=1, progress=False).results[0].findings
+
+
 def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person(tmp_path, triage_contract) -> None:
     """A quasi-identifier alone (a word problem's character, a public figure asked about, the writer's city with
     nothing else about them) is a warning; a name the writer introduces or hands over, or any name or place in a
@@ -338,23 +350,16 @@ def test_a_place_the_assistant_reads_out_from_a_listing_warns(tmp_path, triage_c
     address and number of the restaurant, salon, hotel or home for rent a service returned. On 1,200 Schema-Guided
     Dialogue rows these were 929 pii errors, none anyone's. Read out by the assistant they are warnings; the same
     values given by the user as their own, or tied to a person in the sentence, still fail."""
-    rows = []
-    for rid, turns in {
-        "hotel": ["Find me a hotel in Vancouver.",
-                  "Your room is booked. Their number is +1 604-697-0202 and they are located at 1160 Davie Street."],
-        "venue": ["Where is the concert?", "The venue is located at 2367 Shattuck Avenue, Berkeley."],
-        "rent": ["Any houses?", "There is a house with a rating of 4.3 at 1 Addington Street."],
-        "own": ["Send the cab to 1160 Davie Street, my number is +1 604-697-0202.", "Done, the cab is on its way."],
-        "person": ["What is Jessica's number?", "Jessica's number is +1 604-697-0202."],
-    }.items():
-        row = triage_row(len(rows), turns[0])
-        row["id"] = f"tri-{rid}"
-        row["messages"][-1]["content"] = turns[1]
-        rows.append(row)
-    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
-    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    findings = _dialogue_findings(tmp_path, triage_contract, {
+        "hotel": ("Find me a hotel in Vancouver.",
+                  "Your room is booked. Their number is +1 604-697-0202 and they are located at 1160 Davie Street."),
+        "venue": ("Where is the concert?", "The venue is located at 2367 Shattuck Avenue, Berkeley."),
+        "rent": ("Any houses?", "There is a house with a rating of 4.3 at 1 Addington Street."),
+        "own": ("Send the cab to 1160 Davie Street, my number is +1 604-697-0202.", "Done, the cab is on its way."),
+        "person": ("What is Jessica's number?", "Jessica's number is +1 604-697-0202."),
+    })
     got: dict[str, set[tuple[str, str]]] = {}
-    for f in run.results[0].findings:
+    for f in findings:
         if f.rule in ("pii.ADDRESS", "pii.PHONE_NUMBER"):
             got.setdefault(f.row_id.removeprefix("tri-"), set()).add((f.rule, f.severity))
     assert got["hotel"] == {("pii.PHONE_NUMBER", "warning"), ("pii.ADDRESS", "warning")}, got
@@ -362,7 +367,7 @@ def test_a_place_the_assistant_reads_out_from_a_listing_warns(tmp_path, triage_c
     assert got["rent"] == {("pii.ADDRESS", "warning")}, got
     assert got["own"] == {("pii.PHONE_NUMBER", "error"), ("pii.ADDRESS", "error")}, got
     assert got["person"] == {("pii.PHONE_NUMBER", "error")}, got
-    listed = [f for f in run.results[0].findings if f.row_id in ("tri-hotel", "tri-venue", "tri-rent")
+    listed = [f for f in findings if f.row_id in ("tri-hotel", "tri-venue", "tri-rent")
               and f.rule in ("pii.ADDRESS", "pii.PHONE_NUMBER")]
     assert all("read out from a listing" in f.message for f in listed), listed
 
@@ -390,20 +395,13 @@ def test_the_number_or_address_the_user_asked_a_place_for_is_a_listing(tmp_path,
     """"What is their phone number?" / "It is 20 7071 5029.": Schema-Guided Dialogue's answers carry no cue of
     their own; the user's question right before says it is the place's. A question about a person ("What is
     Jessica's number?") keeps the answer an error, and so does the same answer after an unrelated turn."""
-    rows = []
-    for rid, (ask, answer) in {
+    findings = _dialogue_findings(tmp_path, triage_contract, {
         "asked": ("Sounds good. What is their phone number?", "It is +1 604-697-0202."),
         "address": ("Tell me please the address.", "29 East Allen Street is the address."),
         "person": ("What is Jessica's number?", "It is +1 604-697-0202."),
         "unasked": ("Book it for two people.", "Done. I will text you at +1 604-697-0202."),
-    }.items():
-        row = triage_row(len(rows), ask)
-        row["id"] = f"tri-{rid}"
-        row["messages"][-1]["content"] = answer
-        rows.append(row)
-    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
-    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
-    sev = {f.row_id.removeprefix("tri-"): f.severity for f in run.results[0].findings
+    })
+    sev = {f.row_id.removeprefix("tri-"): f.severity for f in findings
            if f.rule in ("pii.PHONE_NUMBER", "pii.ADDRESS")}
     assert sev == {"asked": "warning", "address": "warning", "person": "error", "unasked": "error"}, sev
 
@@ -440,20 +438,12 @@ def test_a_ride_there_to_a_place_found_earlier_is_that_places_address(tmp_path, 
     """"I need a cab to go there." / "A shared ride for 1 to 1400 North Dutton Avenue, correct?": the address is the
     place the model found a turn before (a salon, a doctor), not one the user gave. A destination the user names
     themselves still fails the gate, and so does "there" when the turn ties it to the user ("my home is there")."""
-    rows = []
-    for rid, (ask, answer) in {
+    findings = _dialogue_findings(tmp_path, triage_contract, {
         "there": ("Thanks. I need a cab to go there.", "A shared ride for 1 to 1400 North Dutton Avenue, correct?"),
         "named": ("I need a cab to 1400 North Dutton Avenue.", "A shared ride for 1 to 1400 North Dutton Avenue?"),
         "home": ("My home is there, get me a cab to go there.", "A ride for 1 to 1400 North Dutton Avenue?"),
-    }.items():
-        row = triage_row(len(rows), ask)
-        row["id"] = f"tri-{rid}"
-        row["messages"][-1]["content"] = answer
-        rows.append(row)
-    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
-    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
-    sev = {(f.row_id.removeprefix("tri-"), f.field): f.severity for f in run.results[0].findings
-           if f.rule == "pii.ADDRESS"}
+    })
+    sev = {(f.row_id.removeprefix("tri-"), f.field): f.severity for f in findings if f.rule == "pii.ADDRESS"}
     assert {v for (rid, _), v in sev.items() if rid == "there"} == {"warning"}, sev
     assert {v for (rid, _), v in sev.items() if rid == "named"} == {"error"}, sev
     assert {v for (rid, _), v in sev.items() if rid == "home"} == {"error"}, sev
