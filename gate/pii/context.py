@@ -484,7 +484,7 @@ def given_as_example(text: str, start: int) -> bool:
 _VENUE = (r"(?:house|home|apartment|apartments|flat|property|condo|restaurant|cafe|caf\u00e9|bar|hotel|motel|hostel|"
           r"salon|spa|venue|store|shop|office|clinic|dentist|doctor|hospital|pharmacy|museum|theater|theatre|cinema|"
           r"park|stadium|arena|gym|studio|gallery|church|school|library|bank|station|airport|company|business|"
-          r"agency|center|centre|mall|market|branch|place|studio|attraction|event|show|concert|game)")
+          r"agency|center|centre|mall|market|branch|place|attraction|event|show|concert|game)")
 _LISTING_BEFORE = re.compile(
     r"(?i)(?:\b(?:located|situated|based|held|hosted|headquartered|found)\s+(?:at|on|in)"
     r"|\b(?:their|its|the(?:\s+" + _VENUE + r"(?:'s)?)?)\s+(?:(?:main|contact|phone|telephone|street|office|business|"
@@ -530,13 +530,19 @@ _REQUESTS_LISTING = re.compile(r"(?i)\b(?:give|tell|share|send|get|need|know|hav
                                r"\s+(?:\w+\s+)?(?:phone|number|address|contact)")
 
 
+def _about_a_place(asked: str, value: str) -> bool:
+    """The user's turn `asked` can point the model's next turn at a place: there is one, it ties nothing to a person
+    ("my", "his", "Jessica's number") and does not hold `value` itself (then the user gave it)."""
+    return bool(asked) and not _PERSONAL_BEFORE.search(asked) and value.strip(" .,") not in asked
+
+
 def asks_for_listing(asked: str, value: str) -> bool:
     """True when the user's turn right before the model's asks for a place's phone number or address (theirs, its,
     "the address"), so the `value` the model answers with is the listing: "What is their phone?" / "It is 20 7071
     5029." (Schema-Guided Dialogue's answers carry no cue of their own). Not when the turn names a person ("my",
     "your", "his", "her", "Jessica's number"), nor when the user gave the value themselves (the model's call
     repeats the user's own destination)."""
-    if not asked or _PERSONAL_BEFORE.search(asked) or value.strip(" .,") in asked:
+    if not _about_a_place(asked, value):
         return False
     questions = " ".join(re.findall(r"[^.!?\n]*\?", asked))
     return bool(_ASKS_LISTING.search(questions)) or bool(_REQUESTS_LISTING.search(asked))
@@ -553,9 +559,7 @@ def goes_there(asked: str, value: str) -> bool:
     dialogue, so the street address the model confirms ("a shared ride for 2 to 1400 North Dutton Avenue?") is
     that place's, which the model found, not one the user gave: "a cab to go there" after a salon was found
     (Schema-Guided Dialogue). Not when the user's turn holds the address itself or ties the trip to a person."""
-    if not asked or _PERSONAL_BEFORE.search(asked) or value.strip(" .,") in asked:
-        return False
-    return bool(_GOES_THERE.search(asked))
+    return _about_a_place(asked, value) and bool(_GOES_THERE.search(asked))
 
 
 #: Mailboxes that stand for "someone" in documentation and tests, on a domain nobody's mail goes to.
@@ -586,8 +590,6 @@ _STOCK_ADDRESSES = frozenset({"221b baker street", "221b baker st", "742 evergre
                               "12 grimmauld place", "1313 mockingbird lane", "31 spooner street",
                               "124 conch street", "1600 pennsylvania avenue", "1600 pennsylvania ave",
                               "1600 amphitheatre parkway", "1 infinite loop", "10 downing street"})
-
-
 
 
 def _counting_run(digits: str) -> int:

@@ -79,15 +79,16 @@ class _DetectorCheck(Check):
     def _describe(self, hit: Any) -> tuple[str, str]:
         raise NotImplementedError
 
-    def _severity(self, hit: Any, fh: Any, linked: list[Any], asked: str = "") -> tuple[str, str]:
+    def _severity(self, hit: Any, fh: Any, linked: list[Any], stand_in: str) -> tuple[str, str]:
         """(severity, what the message adds) of one hit of field `fh` among the hits of the same field (message)
-        that identify someone (`_identifies`), `asked` the user's turn right before it: an error by default."""
+        that identify someone (`linked`), `stand_in` why the hit itself stands in for a value: an error by
+        default."""
         return "error", ""
 
-    def _identifies(self, hit: Any, fh: Any, asked: str = "") -> bool:
-        """Whether the hit can link the other hits of its message to a person (counted in `linked`): every hit by
-        default."""
-        return True
+    def _stand_in(self, hit: Any, fh: Any, asked: str) -> str:
+        """Why the hit stands in for a value rather than being one, "" when it is one (it can then link the other
+        hits of its message to a person); `asked` is the user's turn right before its field. Never by default."""
+        return ""
 
     def map(self, batch: Batch) -> Any:
         scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
@@ -98,7 +99,7 @@ class _DetectorCheck(Check):
         # places of twenty other turns (Schema-Guided Dialogue: a ride's destination made every therapist and
         # hotel of the conversation an error). A row with such a hit fails the gate either way.
         in_field: list[list[Any]] = []
-        asked_by: list[str] = []  # per entry of `todo`: the user's turn right before its field ("" if none)
+        stand_ins: list[list[str]] = []  # per entry of `todo`, per hit: `_stand_in`, computed once
         for (line, row), fields in zip(batch.rows, scanned, strict=True):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
@@ -108,17 +109,18 @@ class _DetectorCheck(Check):
                 kept += len(self._hits(fh)) - len(hits)
                 if hits:
                     todo.append((line, rid, fh, hits))
-                    in_field.append([h for h in hits if self._identifies(h, fh, asked)])
-                    asked_by.append(asked)
+                    why = [self._stand_in(h, fh, asked) for h in hits]
+                    stand_ins.append(why)
+                    in_field.append([h for h, w in zip(hits, why, strict=True) if not w])
                 asked = fh.text if fh.role == "user" else ""
         snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
-        for (line, rid, fh, hits), shown, linked, asked in zip(todo, snippets, in_field, asked_by, strict=True):
-            for hit, snip in zip(hits, shown, strict=True):
+        for (line, rid, fh, hits), shown, linked, why in zip(todo, snippets, in_field, stand_ins, strict=True):
+            for hit, snip, stand_in in zip(hits, shown, why, strict=True):
                 rule, message = self._describe(hit)
-                severity, why = self._severity(hit, fh, linked, asked)
+                severity, why_more = self._severity(hit, fh, linked, stand_in)
                 findings.append(Finding(self.name, batch.split, line, fh.path, rule, severity,
-                                        f"{message}{why} at characters {hit.start}-{hit.end}", snip, rid))
+                                        f"{message}{why_more} at characters {hit.start}-{hit.end}", snip, rid))
         return findings, Counter({"scanned": len(batch.rows), "texts_scanned": texts, "kept_by_scrub_rule": kept})
 
     def _snippets(self, todo: list[tuple[int, str | None, Any, list[Any]]]) -> list[list[str | None]]:
@@ -196,7 +198,7 @@ class PiiCheck(_DetectorCheck):
     def _hits(self, fh: Any) -> list[Any]:
         return fh.pii
 
-    def _severity(self, hit: Any, fh: Any, linked: list[Any], asked: str = "") -> tuple[str, str]:
+    def _severity(self, hit: Any, fh: Any, linked: list[Any], stand_in: str) -> tuple[str, str]:
         """A quasi-identifier (a name, a place) fails the gate only when something links it to a person: a direct
         identifier in the same message (an e-mail, a phone number...), or, for a full name, an introduction, greeting,
         sign-off or hand-over right beside it, or the writer's relation to them (`gate.pii.context.names_a_person`);
@@ -207,7 +209,6 @@ class PiiCheck(_DetectorCheck):
         Alone it identifies nobody (a story's character, a city of an anonymous request, a public figure asked
         about): a warning a reviewer reads, not a failed gate. So is a value that stands in for one (`_stand_in`: a
         tool's "e.g. '123 Main St'", `john.doe@example.com`), which links nothing either."""
-        stand_in = self._stand_in(hit, fh, asked)
         if stand_in:
             return "warning", stand_in
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in linked):
@@ -226,11 +227,7 @@ class PiiCheck(_DetectorCheck):
                 return "error", ""
         return "warning", ", alone: nothing in its message links it to a person,"
 
-    def _identifies(self, hit: Any, fh: Any, asked: str = "") -> bool:
-        return not self._stand_in(hit, fh, asked)
-
-    @staticmethod
-    def _stand_in(hit: Any, fh: Any, asked: str = "") -> str:
+    def _stand_in(self, hit: Any, fh: Any, asked: str) -> str:
         """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
         as an example in documentation ("e.g. '123 Main St'", a schema's default), a stock placeholder
         (`john.doe@example.com`, `123-456-7890`), or a place's address or number the model reads out from a listing
