@@ -145,6 +145,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("checks", "pii", "roles"): Rule(REQUIRED),
     # more quasi-identifiers: more entity types that fail the gate only beside a direct identifier
     ("checks", "pii", "quasi_identifiers"): Rule(ALLOWED, QUASI_ENTITIES),
+    # what the row's own words call an example, a placeholder or a listing: a warning, or (stricter) an error
+    ("checks", "pii", "stand_ins"): _order(("warning",), ("error",), default="warning"),
     ("checks", "secret", "detect_secrets"): Rule(TRUE_STRICT),
     ("checks", "secret", "own_patterns"): Rule(TRUE_STRICT),
     ("checks", "secret", "plugins"): Rule(REQUIRED),

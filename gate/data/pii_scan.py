@@ -20,7 +20,7 @@ from gate.errors import GateError
 from gate.pii.code import blank, code_spans
 
 PII_OPTIONS = {"entities", "ner_entities", "use_ner", "thresholds", "context_words", "roles", "default_threshold",
-               "quasi_identifiers"}
+               "quasi_identifiers", "stand_ins"}
 SECRET_OPTIONS = {"detect_secrets", "own_patterns", "plugins", "base64_limit", "hex_limit", "roles"}
 
 

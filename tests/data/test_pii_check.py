@@ -185,8 +185,6 @@ def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person
     nothing else about them) is a warning; a name the writer introduces or hands over, or any name or place in a
     row that also holds an e-mail or a phone number, is an error. On the real-data bench 738 PERSON and 450
     LOCATION findings of that first kind failed the gate, all labelled false (bench/results/real_data.md)."""
-    from gate.contract import load_contract
-
     texts = {
         "story": "Danny Ortega collects bottle caps. He found 58 at the park and threw away 25.",
         "public": "Tell me about Angela Merkel and her years as chancellor of Germany.",
@@ -210,13 +208,8 @@ def test_a_name_or_place_fails_the_gate_only_when_something_links_it_to_a_person
     alone = [f for f in run.results[0].findings if f.severity == "warning"]
     assert all("nothing in its message links it to a person" in f.message for f in alone)
     # a contract that wants every name and place to fail says so: `quasi_identifiers: []`
-    raw = yaml.safe_load(Path(triage_contract.path).read_text())
-    raw.setdefault("checks", {}).setdefault("pii", {})["quasi_identifiers"] = []
-    raw["evaluation_sets"] = [str((Path(triage_contract.path).parent / e).resolve())
-                              for e in raw.get("evaluation_sets") or []]
-    (tmp_path / "strict.yaml").write_text(yaml.safe_dump(raw))
-    run = run_checks(str(tmp_path / "d"), load_contract(tmp_path / "strict.yaml"), checks=["pii"], workers=1,
-                     progress=False)
+    run = run_checks(str(tmp_path / "d"), _with_pii_options(tmp_path, triage_contract, quasi_identifiers=[]),
+                     checks=["pii"], workers=1, progress=False)
     assert {f.severity for f in run.results[0].findings} == {"error"}
 
 
@@ -240,6 +233,35 @@ def test_a_value_given_as_an_example_in_documentation_warns_and_links_nobody(tmp
     assert {("pii.ADDRESS", "error"), ("pii.PHONE_NUMBER", "error")} <= got["own"], got
     docs_found = [f for f in run.results[0].findings if f.row_id == "tri-docs" and f.rule != "pii.PERSON"]
     assert all("given as an example in documentation" in f.message for f in docs_found)
+
+
+def _with_pii_options(tmp_path: Path, contract, **options):
+    """The contract with `checks.pii` options added (its evaluation sets made absolute), loaded from tmp_path."""
+    from gate.contract import load_contract
+
+    raw = yaml.safe_load(Path(contract.path).read_text())
+    raw.setdefault("checks", {}).setdefault("pii", {}).update(options)
+    raw["evaluation_sets"] = [str((Path(contract.path).parent / e).resolve())
+                              for e in raw.get("evaluation_sets") or []]
+    (tmp_path / "options.yaml").write_text(yaml.safe_dump(raw))
+    return load_contract(tmp_path / "options.yaml")
+
+
+def test_a_contract_can_make_what_the_rows_words_call_a_stand_in_fail_the_gate(tmp_path, triage_contract) -> None:
+    """The stand-in rules read the row's own words, which a pull request writes: "For example, '<a real
+    address>'" or "Their number is <a real number>" turns a real value into a warning. The base branch's contract
+    can refuse that wording (`stand_ins: error`): the same rows then fail, and the message still says why a
+    reviewer may let them through. The default stays a warning."""
+    texts = {"example": "Where should the cab wait? For example, '2508 University Ave, Palo Alto, CA'.",
+             "placeholder": "Send the parcel to 456 Oak Avenue, it is my flat."}
+    _, got = _findings_by_row(tmp_path, triage_contract, texts)
+    assert ("pii.ADDRESS", "warning") in got["example"] and ("pii.ADDRESS", "warning") in got["placeholder"], got
+    strict = _with_pii_options(tmp_path, triage_contract, stand_ins="error")
+    run, got = _findings_by_row(tmp_path, strict, texts)
+    assert ("pii.ADDRESS", "error") in got["example"] and ("pii.ADDRESS", "error") in got["placeholder"], got
+    assert run.results[0].status == "fail"
+    said = {f.row_id: f.message for f in run.results[0].findings if f.rule == "pii.ADDRESS"}
+    assert "given as an example" in said["tri-example"] and "stock placeholder" in said["tri-placeholder"], said
 
 
 

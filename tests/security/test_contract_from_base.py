@@ -169,6 +169,24 @@ TIGHTENINGS = [
 ]
 
 
+def test_a_pull_request_cannot_turn_its_stand_ins_back_into_warnings() -> None:
+    """`checks.pii.stand_ins: error` refuses the row wording that makes a real value a warning ("For example,
+    ..."): a pull request that sets it back to `warning`, or deletes it, loosens the base; setting it tightens."""
+    from gate.contract.trust import compare_contracts
+
+    strict = _edit("checks", {**(BASE.get("checks") or {}), "pii": {**((BASE.get("checks") or {}).get("pii") or {}),
+                                                                  "stand_ins": "error"}})
+    lax = json.loads(json.dumps(strict))
+    lax["checks"]["pii"]["stand_ins"] = "warning"
+    dropped = json.loads(json.dumps(strict))
+    del dropped["checks"]["pii"]["stand_ins"]
+    for pr in (lax, dropped):
+        changes = compare_contracts(strict, pr)
+        assert [c.direction for c in changes] == ["loosening"], changes
+        assert changes[0].path[-1] == "stand_ins", changes
+    assert not any(c.direction == "loosening" for c in compare_contracts(BASE, strict))
+
+
 @pytest.mark.parametrize(("path", "value"), TIGHTENINGS, ids=[f"{p}={v}" for p, v in TIGHTENINGS])
 def test_tightenings_and_neutral_edits_are_not_loosenings(path: str, value: object) -> None:
     from gate.contract.trust import compare_contracts

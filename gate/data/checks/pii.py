@@ -188,12 +188,20 @@ class PiiCheck(_DetectorCheck):
                                              "beside it, or the writer's relation to them; for a URL, a profile "
                                              "path, a user or a name in it, or the writer's own page; then an "
                                              "error. [] makes every entity an error."},
+        "stand_ins": {"type": "string", "enum": ["warning", "error"], "default": "warning", "description":
+                      "Severity of a value the row's own words present as a stand-in: an example in "
+                      "documentation (e.g. ...), a stock placeholder (123 Main Street, john.doe@example.com) or a "
+                      "place's address or number read out from a listing. `warning` (the default) keeps real "
+                      "instruction data reviewable; `error` fails the gate on them too, for data whose writers "
+                      "are not trusted to word their rows (the reason stays in the message)."},
     })
 
     def __init__(self, contract: Contract) -> None:
         super().__init__(contract)
         quasi = contract.options(self.name).get("quasi_identifiers", QUASI_ENTITIES)
         self._quasi = frozenset(quasi) if isinstance(quasi, list | tuple) else frozenset(QUASI_ENTITIES)
+        # the context rules read the row's own text, which a pull request writes: a trusted contract can refuse them
+        self._stand_in_severity = contract.options(self.name).get("stand_ins", "warning")
 
     def _hits(self, fh: Any) -> list[Any]:
         return fh.pii
@@ -210,7 +218,7 @@ class PiiCheck(_DetectorCheck):
         about): a warning a reviewer reads, not a failed gate. So is a value that stands in for one (`_stand_in`: a
         tool's "e.g. '123 Main St'", `john.doe@example.com`), which links nothing either."""
         if stand_in:
-            return "warning", stand_in
+            return self._stand_in_severity, stand_in
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in linked):
             return "error", ""
         if hit.entity_type == "PERSON":
