@@ -146,3 +146,39 @@ def test_a_third_party_scorer_scores_a_scorecard_and_its_keys_bind_gates(tmp_pat
                    "--model-hash", "h", "--db", str(tmp_path / "g.duckdb"), "--out", str(tmp_path / "o2"), env=env)
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert "has no metric 'long' (it has chars, short)" in res.stderr, res.stderr
+
+
+FLAKY = """\
+from gate.score.types import Score
+
+
+class Flaky:
+    type = "flaky"
+    keys = ("ok",)
+    primary = "ok"
+    options_schema = {"type": "object", "additionalProperties": False, "properties": {}}
+
+    def score(self, item, response):
+        if item.id in ("q1", "q3"):
+            raise TypeError("flaky on " + item.id)
+        return Score({"ok": 1.0}, None, "fine")
+"""
+
+
+def test_a_scorer_that_raises_is_counted_on_the_console_line_of_its_run(tmp_path, fake):
+    """`gate score` printed "6 items, 0 cached" for a run whose scorer raised on two items: the errors were only in
+    scores.md and the decision. The run's console line says them."""
+    env = _plugin(tmp_path)
+    (tmp_path / "site" / "mypkg" / "flaky.py").write_text(FLAKY)
+    eps = tmp_path / "site" / "gate_plug_demo-0.1.dist-info" / "entry_points.txt"
+    eps.write_text(ENTRY_POINTS + "flaky = mypkg.flaky:Flaky\n")
+    write_jsonl(tmp_path / "suite.jsonl", [{"id": f"q{i}", "messages": [{"role": "user", "content": f"q {i}"}],
+                                            "category": "c", "expected": "x"} for i in range(5)])
+    card = {"name": "plug", "version": "1", "suites": [{"name": "s", "path": "suite.jsonl"}],
+            "decoding": {"temperature": 0.0, "max_tokens": 8}, "scorers": [{"name": "f", "type": "flaky"}]}
+    (tmp_path / "card.yaml").write_text(yaml.safe_dump(card))
+    res = run_gate("score", "tiny", "--scorecard", str(tmp_path / "card.yaml"), "--engine", "url", "--base-url",
+                   fake.url, "--model-hash", "h", "--db", str(tmp_path / "g.duckdb"), "--out", str(tmp_path / "o"),
+                   env=env)
+    line = next((ln for ln in res.stdout.splitlines() if " items, " in ln), "")
+    assert "5 items" in line and "2 scorer error(s)" in line, res.stdout + res.stderr

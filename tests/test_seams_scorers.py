@@ -104,6 +104,31 @@ def test_scorer_errors_fail_their_gate_by_item_and_never_promote(tmp_path):
     assert code == 0 and "PROMOTE" in text, text
 
 
+def test_the_items_a_scorer_did_score_are_still_measured_beside_its_errors(tmp_path):
+    """The pairing once reused the name of the paired items for the failed ones, so a run with scorer errors was
+    measured on its failed items only: every gate of the decision (of any scorer) said "not measured" or measured
+    the wrong items. The gate still fails for the errors, and says what the scored items show."""
+    gates = [{"name": "task-improves", "scorer": "task", "metric": "strict", "rule": "superiority"},
+             {"name": "task-floor", "scorer": "task", "metric": "strict", "rule": "absolute", "threshold": 0.1}]
+    card = make_scorecard(tmp_path, gates=gates, scorers=[{"name": "task", "type": "exact_match"}])
+    base, cand = pair(np.random.default_rng(3), 0.4, 0.3)
+    db = tmp_path / "g.duckdb"
+    _record_with_errors(db, card, "baseline", base, set(), "cmp")
+    _record_with_errors(db, card, "candidate", cand, {7, 9, 11}, "cmp")
+    out = tmp_path / "out"
+    code, text = gate_inprocess("decide", "--scorecard", str(card), "--db", str(db), "--out", str(out))
+    data = json.loads((out / "decision.json").read_text())
+    assert code == 100 and data["verdict"] == "BLOCK", text
+    by_name = {g["gate"]: g for g in data["gates"]}
+    for name in ("task-improves", "task-floor"):
+        g = by_name[name]
+        assert g["verdict"] == "fail" and g["scorer_errors"] == 3, g
+        assert g["n"] == len(base) - 3 and g["observed"] is not None, g
+        assert "not measured" not in g["detail"], g["detail"]
+    scored = [v for i, v in enumerate(cand) if i not in {7, 9, 11}]
+    assert by_name["task-floor"]["observed"] == pytest.approx(sum(scored) / len(scored))
+
+
 def test_a_scoring_exception_is_counted_with_the_run():
     from gate.score.run import ModelRun
 

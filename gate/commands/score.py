@@ -87,7 +87,9 @@ def print_scored(scored: Scored, console: Any, *, quiet: bool = False) -> None:
             table.add_row(*row)
         console.print(table)
     for r in scored.outcome.runs:
-        console.print(f"{r.spec.role}: run {r.run_id} · {len(r.samples)} items, {r.cached} cached · "
+        # a scorer that raised is no score: said here too, not only in scores.md and the decision
+        errors = f", {r.scorer_errors} scorer error(s) (never promoted)" if r.scorer_errors else ""
+        console.print(f"{r.spec.role}: run {r.run_id} · {len(r.samples)} items, {r.cached} cached{errors} · "
                       f"{r.seconds:.1f}s", markup=False)
     console.print(f"reports: {plan.out}/scores.md, {plan.out}/scores.json · record: {db_path(plan.db)}",
                   markup=False)

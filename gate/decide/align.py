@@ -138,10 +138,11 @@ def align(base: RunSide | None, cand: RunSide | None) -> Aligned:
     ref = sides[-1]
     scorer_errors: dict[str, dict[str, Any]] = {}
     for side in sides:
-        for scorer, keys in side.scorer_errors.items():
+        # `failed`, not `keys`: the matrices below are built from the paired items' `keys` after this loop
+        for scorer, failed in side.scorer_errors.items():
             e = scorer_errors.setdefault(scorer, {"count": 0, "examples": []})
-            e["count"] += len(keys)
-            e["examples"] += [f"{side.run.get('role', 'run')}:{k}" for k in _examples(keys)]
+            e["count"] += len(failed)
+            e["examples"] += [f"{side.run.get('role', 'run')}:{k}" for k in _examples(failed)]
     return Aligned(
         baseline_run=base.run if base else None, candidate_run=cand.run if cand else None,
         suites=np.array([k[0] for k in keys], dtype=object), item_ids=np.array([k[1] for k in keys], dtype=object),

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 #: `key value` between pipes; AutoModel 0.7 adds a unit (`mem 12.50 GiB`) and a per-GPU figure
-#: (`tps 1234.56(154.32/gpu)`), which the old pattern rejected, losing tokens/s.
+#: (`tps 1234.56(154.32/gpu)`); both are read, or tokens/s would be lost.
 _NUM = r"[-+0-9.eE]+|nan|inf"
 _PIPE = re.compile(rf"(?:^|\|)\s*([A-Za-z_/()]+)\s+({_NUM})(?:\s*\(\s*({_NUM})\s*/gpu\))?(?:\s+[A-Za-z]+)?\s*(?=\||$)")
 _AM_LINE = re.compile(r"(?<![\w.])step\s+\d+\s*\|")
