@@ -73,7 +73,14 @@ def run_changed_check(req: CheckRequest) -> int:
         return run_check_command(req.with_(dataset=str(unit), report_dir=out, changed_since=None, base=None),
                                  base_check=base, trust_ref=ref)
 
-    return check_units(scope, req.report_dir, ref, one)
+    from gate.errors import GateError
+
+    try:
+        return check_units(scope, req.report_dir, ref, one)
+    except GateError as exc:  # the units are absolute paths; the pull request's comment quotes this line
+        if exc.file and Path(exc.file).is_absolute() and Path(exc.file).is_relative_to(Path.cwd()):
+            exc.file = str(Path(exc.file).relative_to(Path.cwd()))
+        raise
 
 
 def _refuse_remote_loosening(contract_path: str, dataset: str, ref: str, tokenizer: str | None) -> None:

@@ -103,6 +103,27 @@ def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path, flag):
     assert not [f for f in found if f[1] == "train"], found
 
 
+def test_the_pr_paths_refusal_names_the_file_as_the_repository_has_it(tmp_path, monkeypatch):
+    """The action runs `gate check data/triage --changed-since main` in the checkout and quotes the error line in
+    the pull request's comment: it named the file by the runner's absolute path (the changed datasets are resolved
+    to find them), not as the repository has it."""
+    repo = tmp_path / "repo"
+    data = _dataset(repo)
+    new = (data / "train_more.ndjson").read_bytes()
+    (data / "train_more.ndjson").unlink()
+    ident = ("-c", "user.email=ci@example.org", "-c", "user.name=ci")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, *ident, "add", "-A")
+    _git(repo, *ident, "commit", "-qm", "base")
+    (data / "train_more.ndjson").write_bytes(new)
+    monkeypatch.chdir(repo)
+    res = gate_inprocess("check", "ds", "-c", str(_contract(tmp_path)), "--checks", CHECKS, "--no-db", "-o",
+                         str(tmp_path / "r"), "-q", "--changed-since", "main", split=True)
+    [line] = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and line.startswith("gate: error: ds/train_more.ndjson: "), line
+    assert str(tmp_path) not in line
+
+
 def test_hugging_face_shard_names_are_their_split(tmp_path):
     """`train-00000-of-00002.parquet` is how the Hub names a train shard: it is train (read by contamination), not
     refused and not a split of its own; a shard of an unknown split is still refused."""
