@@ -170,3 +170,80 @@ def test_help_demo_data_door_and_check_run_from_the_wheel(venv):
     [check] = report["checks"]
     assert check["status"] != "skip" and "not run" not in check["summary"], check
     assert check["counts"]["scanned"] == 3, check
+
+
+HEAVY = ("torch", "transformers", "peft", "accelerate", "ray", "playwright", "pytest", "ruff", "fastapi", "uvicorn")
+
+
+def readme_data_door_lines(readme: Path = ROOT / "README.md") -> list[str]:
+    """The commands of the README's "Only the data door" block, as written."""
+    text = readme.read_text(encoding="utf-8")
+    start = text.index("**Only the data door**")
+    block = text[text.index("```bash\n", start) + len("```bash\n"):]
+    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
+
+
+_BLOCKER = '''\
+"""Refuses the heavy packages the data door must not need, as if they were not installed."""
+import importlib.abc
+import sys
+
+HEAVY = {heavy!r}
+
+
+class _Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (the data door's venv has none)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Refuse())
+'''
+
+
+def test_the_readme_data_door_block_installs_and_checks_without_the_heavy_packages(venv):
+    """The data-door block run as written (the lock line with PIP_DRY_RUN=1, as above): pip resolves and
+    hash-checks requirements-data.lock with none of the heavy packages in it; then `gate check` from its venv, with
+    the heavy packages refused at import, finds on triage-faulty what the full install finds."""
+    src = venv["base"] / "src"
+    env = {**venv["env"], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env_dir = src / ".venv-gate-data"
+    lines = readme_data_door_lines()
+    assert any("requirements-data.lock" in c for c in lines) and lines[-1].startswith(".venv-gate-data/bin/gate ")
+    for command in lines:
+        step_env = dict(env)
+        if "requirements-data.lock" in command:
+            step_env["PIP_DRY_RUN"] = "1"
+        if command.startswith(".venv-gate-data/bin/gate "):
+            site = Path(subprocess.run([str(env_dir / "bin" / "python"), "-c", "import sysconfig; "
+                                        "print(sysconfig.get_paths()['purelib'])"],
+                                       capture_output=True, text=True, check=True).stdout.strip())
+            (site / "_gate_refuse_heavy.py").write_text(_BLOCKER.format(heavy=set(HEAVY)))
+            (site / "zz_prepared_deps.pth").write_text(
+                "import _gate_refuse_heavy\n" + sysconfig.get_paths()["purelib"] + "\n")
+        res = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=src, env=step_env,
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, f"README line failed ({res.returncode}): {command}\n{res.stdout[-3000:]}" \
+                                    f"\n{res.stderr[-3000:]}"
+        if "requirements-data.lock" in command:
+            would = res.stdout[res.stdout.index("Would install"):].split()
+            assert len(would) > 50, res.stdout[-2000:]
+            assert not [w for w in would if w.rsplit("-", 1)[0].lower().replace("_", "-") in HEAVY], would
+    work = venv["base"] / "data-door"
+    work.mkdir()
+    gate = env_dir / "bin" / "gate"
+    res = subprocess.run([str(gate), "check", str(ROOT / "fixtures" / "datasets" / "triage-faulty"), "--contract",
+                          str(CONTRACTS / "triage.yaml"), "--no-db", "-o", "rep"], cwd=work, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 100, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "Traceback" not in res.stderr
+    report = json.loads((work / "rep" / "report.json").read_text())
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert statuses["pii"] == "fail" and statuses["secret"] == "fail" and statuses["contamination"] == "fail", \
+        statuses
+    assert len(report["findings"]) == 53, len(report["findings"])
+    probe = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import gate; print(gate.__file__); import torch"],
+                           cwd=work, env=env, capture_output=True, text=True)
+    assert probe.stdout.startswith(str(env_dir)), probe.stdout  # gate from the data door's own wheel
+    assert probe.returncode != 0 and "data door" in probe.stderr, probe.stderr  # the refusal was in force
