@@ -27,3 +27,14 @@ def test_report_md_names_the_next_step_of_each_failing_check_and_its_scrub_comma
     res = gate_inprocess(*shlex.split(command)[1:], split=True)
     assert res.returncode == 0, res.stdout + res.stderr
     assert len((tmp_path / "my data-scrubbed" / "train.jsonl").read_text().splitlines()) == 6
+
+
+def test_every_check_that_can_fail_has_its_own_next_step():
+    """A failing check without an entry got "see docs/contracts.md" and nothing to run (`conflicting_answers` did,
+    where the next step is a review, not a scrub)."""
+    from gate.plugins import declarations
+    from gate.report.check_report import NEXT_STEPS
+
+    builtin = {d.name for d in declarations("check") if d.origin == "built-in"}
+    assert "conflicting_answers" in builtin and builtin - set(NEXT_STEPS) == set()
+    assert "gate review" in NEXT_STEPS["conflicting_answers"].format(review="gate review D -c C", scrub="", split="")

@@ -81,6 +81,10 @@ NEXT_STEPS: dict[str, str] = {
     "contract": "fix the rows, or change the contract key the finding's rule names if they are legal "
                 "(docs/contracts.md, Keys); to drop such rows: `scrub.operators: {{RULE: drop_row}}` in the "
                 "contract, then {scrub}",
+    "conflicting_answers": "which answer is right is a reviewer's call, not a drop: {review} queues the pairs, "
+                           "then `gate apply` writes the reviewed corrections to a copy; prompts that are only "
+                           "alike: `checks.conflicting_answers.prompt_threshold` (docs/contracts.md, "
+                           "`conflicting_answers`)",
     "exact_duplicate": "{scrub} drops the later copies and keeps the first (docs/contracts.md, `exact_duplicate`)",
     "near_duplicate": "{scrub} drops the near copies by the keep rule; or change `checks.near_duplicate.threshold` / "
                       "`keep` (docs/contracts.md, `near_duplicate`)",
@@ -111,7 +115,8 @@ def next_steps(run: CheckRun) -> list[str]:
     a report that says what was found but not what to do leaves a new user at the findings table."""
     dataset, contract = (shlex.quote(repo_relative(p).rstrip("/")) for p in (run.dataset, run.contract.path))
     commands = {"scrub": _code(f"gate scrub {dataset} -c {contract} -o {dataset}-scrubbed"),
-                "split": _code(f"gate split {dataset} -c {contract} -o {dataset}-split")}
+                "split": _code(f"gate split {dataset} -c {contract} -o {dataset}-split"),
+                "review": _code(f"gate review {dataset} -c {contract}")}
     return [f"`{r.name}`: " + NEXT_STEPS.get(r.name, "see docs/contracts.md, `{name}`").format(name=r.name, **commands)
             for r in run.results if r.status == "fail"]
 
