@@ -2,9 +2,9 @@
 
 requirements-data.lock (tools/lock.py --extras pii,ner,hf) holds the data door's dependencies at the very pins and
 hashes of requirements.lock (the versions the suite ran), none of the heavy ones; the README's data-door block is the
-main install block with that lock. The size and time were measured by hand (README: 1.0 GB, 1 min 43 s); both blocks run as written in
-tests/test_wheel_install.py, the data-door one with the heavy packages refused at import (the same 53 findings on
-triage-faulty).
+main install block with that lock. The size and time were measured by hand (README: 1.0 GB, 1 min 43 s); both
+blocks run as written in tests/test_wheel_install.py, the data-door one with the heavy packages refused at import
+(the same 53 findings on triage-faulty).
 """
 
 from __future__ import annotations
