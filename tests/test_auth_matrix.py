@@ -33,8 +33,6 @@ WRITES = {
     ("POST", "/checks/upload"): Perm.submit_check,
     ("POST", "/reviews"): Perm.submit_check,  # the queue and corrections are data work, as a check is
     ("POST", "/corrections"): Perm.submit_check,
-    # the corrected copy's rows are unmasked: a read for the role that submits corrections (and its own job only)
-    ("GET", "/jobs/{job_id}/dataset/{name}"): Perm.submit_check,
     ("POST", "/scores"): Perm.submit_score,
     ("POST", "/releases/{release_id}/promote"): Perm.release,
     ("POST", "/releases/rollback"): Perm.release,

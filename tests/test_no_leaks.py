@@ -29,7 +29,7 @@ from tests.leakscan import planted_values, scan, strings_of
 FAULTY = ["triage-faulty", "tool-use-faulty"]
 SCORECARD = ROOT / "scorecards" / "triage.yaml"
 #: GET routes the record of this run has nothing for (no job ran in it): visited, expected 404, listed here
-NO_DATA = {"/jobs/{job_id}", "/jobs/{job_id}/files/{name}", "/jobs/{job_id}/dataset/{name}"}
+NO_DATA = {"/jobs/{job_id}", "/jobs/{job_id}/files/{name}"}
 
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -49,8 +50,7 @@ def service(tmp_path_factory):
     write_jsonl(root / "good.jsonl", [FIX])
     write_jsonl(root / "bad.jsonl", [{**FIX, "old": "medium"}])
     db = str(base / "g.duckdb")
-    tokens = {name: create_token(db, name, role) for name, role in
-              (("ci", "ci"), ("ci-other", "ci"), ("viewer", "viewer"))}
+    tokens = {name: create_token(db, name, role) for name, role in (("ci", "ci"), ("viewer", "viewer"))}
     server = Server(root, db, base / "state", base / "server.log")
     server.start()
     yield {"url": server.url, "root": root, "base": base, "tokens": tokens}
@@ -117,11 +117,26 @@ def test_apply_runs_on_the_service_and_the_corrected_copy_comes_back(remote, tmp
     assert manifest["corrections"] == 1 and manifest["rows_corrected"] == 1
     assert (remote["root"] / "ds" / "train.jsonl").read_bytes() == before  # the input is never changed
     assert "1 correction(s) applied to 1 row(s)" in res.stdout and f"via {remote['url']}" in res.stdout
-    # the copy's rows are unmasked: only the token that submitted the job gets them back
-    url = f"/jobs/{job['job_id']}/dataset/train.jsonl"
-    assert _get(remote, url, "ci").content == (out / "train.jsonl").read_bytes()
-    assert _get(remote, url, "ci-other").status_code == _get(remote, url, "viewer").status_code == 403
+    # the copy is the job's own, read through the shared filesystem: no route sends a dataset's rows
+    assert (out / "train.jsonl").read_bytes() == (Path(job["report_dir"]) / "dataset" / "train.jsonl").read_bytes()
+    assert _get(remote, f"/jobs/{job['job_id']}/dataset/train.jsonl", "ci").status_code == 404
+    assert _get(remote, f"/jobs/{job['job_id']}/files/train.jsonl", "ci").status_code == 404
     _no_local_record(remote, tmp_path)
+
+
+def test_a_corrected_copy_this_machine_cannot_read_is_one_line_naming_where_it_is(remote, tmp_path, monkeypatch):
+    """The service never sends a dataset's rows; where the client does not share its filesystem, the apply job is
+    done there and the client says so in one line, exit 1, writing nothing."""
+    import gate.service.remote as remote_mod
+
+    monkeypatch.setattr(remote_mod, "_readable", lambda path: False)
+    out = tmp_path / "fixed"
+    res = gate_inprocess("apply", "root/ds", "root/good.jsonl", "-c", "root/triage.yaml", "-o", str(out), split=True)
+    job = _job_of(res.stdout, remote)
+    assert job["status"] == "done" and res.returncode == 1, res.stdout + res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert "cannot read" in line and str(Path(job["report_dir"]) / "dataset") in line and "Traceback" not in line
+    assert not out.exists()
 
 
 def test_a_job_that_fails_on_the_service_is_one_line_and_writes_nothing(remote, tmp_path):

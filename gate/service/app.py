@@ -228,8 +228,7 @@ def _submit_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRou
 
 
 def _review_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRouter:
-    """Data review handed to the job queue: the hard-case queue of a dataset, corrections applied to a copy (which
-    goes back to the token that asked for it)."""
+    """Data review handed to the job queue: the hard-case queue of a dataset, corrections applied to a copy."""
     Checker = Annotated[Principal, Depends(require(Perm.submit_check))]
     router = APIRouter()
 
@@ -257,23 +256,6 @@ def _review_routes(cfg: ServiceConfig, require: Require, queue: Queue) -> APIRou
             if params[name] is not None:
                 params[name] = _confine(cfg, params[name], name)
         return queue("apply", params, who)
-
-    @router.get("/jobs/{job_id}/dataset/{name}", tags=["review"])
-    def corrected_file(job_id: str, name: str, who: Checker) -> FileResponse:
-        """A file of the corrected copy a done `gate apply` job wrote (a split, or MANIFEST.json; `result.outputs`
-        names the splits): what `gate apply` with GATE_URL copies back. Its rows are the dataset's own, unmasked,
-        so only the token that submitted the job gets them, and only with the role that submits corrections."""
-        from gate.data.corrections import MANIFEST
-
-        got = get_job(cfg, job_id)
-        if got is None or got["kind"] != "apply" or got["status"] != "done":
-            raise HTTPException(404, f"no corrected copy for job {job_id!r}")
-        if got["submitted_by"] != who.name:
-            raise HTTPException(403, "only the token that submitted this job fetches its corrected copy")
-        path = Path(got["report_dir"]) / "dataset" / name
-        if name not in {*(got["result"] or {}).get("outputs", []), MANIFEST} or not path.is_file():
-            raise HTTPException(404, f"no {name!r} in the corrected copy of job {job_id!r}")
-        return FileResponse(path)
 
     return router
 

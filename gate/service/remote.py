@@ -70,9 +70,9 @@ class ServiceClient:
                                 f"the service: GET {self.url}/jobs/{job_id})")
             time.sleep(POLL_S)
 
-    def file(self, job_id: str, name: str, where: str = "files") -> bytes:
-        """A file the job wrote: a report (`files`) or a file of an apply job's corrected copy (`dataset`)."""
-        return self._call("GET", f"/jobs/{job_id}/{where}/{quote(name, safe='')}").content
+    def file(self, job_id: str, name: str) -> bytes:
+        """A report the job wrote (all are redacted)."""
+        return self._call("GET", f"/jobs/{job_id}/files/{quote(name, safe='')}").content
 
     def create_token(self, name: str, role: str) -> str:
         return str(self._call("POST", "/tokens", json={"name": name, "role": role}).json()["token"])
@@ -139,14 +139,16 @@ def run_job(req: Any, route: str, *, quiet: bool = False, paths: Iterable[str] =
     return Finished(client, url, done)
 
 
-def fetch_into(done: Finished, dest: str, names: Iterable[str], where: str = "files") -> None:
+def fetch_into(done: Finished, dest: str, names: Iterable[str], read: Any = None) -> None:
     """The job's files `names` into the local directory `dest`, which they replace whole (gate.io.atomic.atomic_dir):
-    all of them or, if one cannot be fetched, none, and `dest` as it was."""
+    all of them or, if one cannot be fetched, none, and `dest` as it was. `read(name)` gives a file's bytes (default:
+    the report route of the service)."""
+    read = read or (lambda name: done.client.file(done.job["job_id"], name))
     with atomic_dir(dest) as tmp:
         for name in names:
             if not name or Path(name).name != name or name in (".", ".."):  # a name, never a path out of `dest`
                 raise GateError(f"the service named a file {name!r} for job {done.job['job_id']}: not a file name")
-            (tmp / name).write_bytes(done.client.file(done.job["job_id"], name, where))
+            (tmp / name).write_bytes(read(name))
 
 
 def remote_check(req: CheckRequest) -> int:
@@ -173,15 +175,29 @@ def remote_review(req: ReviewRequest) -> int:
     return done.code
 
 
+def _readable(path: Path) -> bool:
+    """A file of the service's job directory this client can read (they share a filesystem)."""
+    return path.is_file() and os.access(path, os.R_OK)
+
+
 def remote_apply(req: ApplyRequest) -> int:
     """`gate apply` as a job on $GATE_URL: the service writes the corrected copy into the job's own directory and
-    records the corrections; the copy (its splits and MANIFEST.json) comes back into `out`. The job's exit code."""
+    records the corrections; the copy (its splits and MANIFEST.json) is copied from there into `out`. The job's exit
+    code. The copy is the dataset's own rows, which the service never sends over HTTP (every route gives masked
+    reports only): it is read through the filesystem the service and this client share (the dataset itself was sent
+    as a path), and where this machine cannot read the job's directory, one line says where the copy is."""
     from gate.data.corrections import MANIFEST, refuse_output_over_input
 
     refuse_output_over_input([Path(req.dataset)], req.out)  # `out` is replaced whole: never the input
     done = run_job(req, "/corrections")
     r = done.result
-    fetch_into(done, req.out, [*r.get("outputs", []), MANIFEST], where="dataset")
+    copy = Path(done.job.get("report_dir") or "") / "dataset"
+    names = [*r.get("outputs", []), MANIFEST]
+    if not done.job.get("report_dir") or not all(_readable(copy / n) for n in names if Path(n).name == n):
+        raise GateError(f"job {done.job['job_id']} applied {r.get('corrections', 0)} correction(s) on the service; "
+                        f"the corrected copy is there, in {copy}, which this machine cannot read (the service never "
+                        "sends a dataset's rows): read it on the service's filesystem")
+    fetch_into(done, req.out, names, read=lambda name: (copy / name).read_bytes())
     reasons = ", ".join(f"{k} {v}" for k, v in sorted((r.get("by_reason") or {}).items()))
     print(f"{r.get('corrections', 0)} correction(s) applied to {r.get('rows_corrected', 0)} row(s) ({reasons}) via "
           f"{done.url} → {req.out}/{MANIFEST}")
