@@ -13,8 +13,10 @@ arguments. Each field says here, once, where it can be honoured:
 A `path` field names a file the service confines to its roots before the job sees it.
 
 Split, scrub and decide have no service route: every field is `local`, and they run where the CLI runs. They are
-requests all the same, so the CLI, the use case and any later face read one list of options. Review and apply have
-a service route (POST /reviews, POST /corrections) and no remote client yet: the CLI runs them where it runs.
+requests all the same, so the CLI, the use case and any later face read one list of options. Check, review and
+apply have a service route (POST /checks, POST /reviews, POST /corrections) and a remote client
+(gate.service.remote): with GATE_URL set, the CLI sends the `remote` fields there and the job's reports come back
+(an apply job's corrected copy through the shared filesystem: no route sends a dataset's rows).
 """
 
 from __future__ import annotations
@@ -148,8 +150,8 @@ class ApplyRequest:
 
     dataset: str = _f(dataclasses.MISSING, "remote", "Dataset to correct (read only; JSONL splits).", path=True)
     corrections: str = _f(dataclasses.MISSING, "remote", "corrections.jsonl.", path=True)
-    out: str = _f(dataclasses.MISSING, "client", "Output directory (written atomically, all or nothing; the service "
-                                                 "writes into the job's own directory).")
+    out: str = _f(dataclasses.MISSING, "client", "Output directory (written atomically, all or nothing; through the "
+                                                 "service, the copy it wrote in the job's directory is copied here).")
     contract: str | None = _f(None, "remote", "Data contract YAML (its rules, for `reason: rule:<id>`).", path=True)
     db: str | None = _f(None, "local", "DuckDB record to write.")
     record: bool = _f(True, "local", "Record the corrections.", flag="--no-db")

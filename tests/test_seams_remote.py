@@ -17,11 +17,12 @@ def sent(monkeypatch):
 
     got: list[dict] = []
 
-    def submit(self, payload):
+    def submit(self, route, payload):
+        assert route == "/checks"
         got.append(payload)
         raise GateError("captured")
 
-    monkeypatch.setattr(ServiceClient, "submit_check", submit)
+    monkeypatch.setattr(ServiceClient, "submit", submit)
     monkeypatch.setenv("GATE_URL", "http://127.0.0.1:9")
     return got
 

@@ -1,6 +1,9 @@
-"""`gate apply`: write a corrected copy of a dataset from a reviewed corrections file, and record it."""
+"""`gate apply`: write a corrected copy of a dataset from a reviewed corrections file, and record it. With GATE_URL
+set, a job on the shared service instead (gate.service.remote): it records the corrections, the copy comes back."""
 
 from __future__ import annotations
+
+import os
 
 from gate.errors import ExitCode
 from gate.report.console import make_console
@@ -8,6 +11,11 @@ from gate.requests import ApplyRequest
 
 
 def run_apply_command(req: ApplyRequest) -> int:
+    if os.environ.get("GATE_URL"):  # a shared service is the writer: the copy is made and recorded there
+        from gate.service.remote import refuse_unsent, remote_apply
+
+        refused = refuse_unsent(req)
+        return refused if refused is not None else remote_apply(req)
     from gate.contract import load_contract
     from gate.data.corrections import apply_corrections
 

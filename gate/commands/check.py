@@ -21,20 +21,12 @@ def run_check_command(req: CheckRequest, *, base_check: Any = None, trust_ref: s
     if req.changed_since is not None:
         return run_changed_check(req)
     if os.environ.get("GATE_URL"):  # a shared service is the writer: submit the check there and wait for it
-        import sys
-
-        from gate.errors import ExitCode
-        from gate.requests import unsent
-        from gate.service.remote import remote_check
+        from gate.service.remote import refuse_unsent, remote_check
 
         if trust_ref is not None and not req.allow_contract_change:  # a pull-request run: never send a loosening
             _refuse_remote_loosening(req.contract, req.dataset, trust_ref, req.tokenizer)
-        refused = unsent(req)
-        if refused:  # dropping them would answer another question than the one asked
-            print(f"gate: error: the service (GATE_URL) cannot honour {', '.join(refused)}: run without GATE_URL, "
-                  f"or without the option(s)", file=sys.stderr)
-            return int(ExitCode.USAGE)
-        return remote_check(req)
+        refused = refuse_unsent(req)
+        return refused if refused is not None else remote_check(req)
     run, code = check_dataset(req, base_check=base_check, trust_ref=trust_ref)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(run):

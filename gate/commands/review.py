@@ -1,6 +1,9 @@
-"""`gate review`: the CLI face of the hard-case queue (gate.review): build it, write it, record it, print a table."""
+"""`gate review`: the CLI face of the hard-case queue (gate.review): build it, write it, record it, print a table.
+With GATE_URL set, a job on the shared service instead (gate.service.remote), which records the queue."""
 
 from __future__ import annotations
+
+import os
 
 from rich.table import Table
 
@@ -10,6 +13,11 @@ from gate.requests import ReviewRequest
 
 
 def run_review_command(req: ReviewRequest) -> int:
+    if os.environ.get("GATE_URL"):  # a shared service is the writer: the queue is built and recorded there
+        from gate.service.remote import refuse_unsent, remote_review
+
+        refused = refuse_unsent(req)
+        return refused if refused is not None else remote_review(req)
     from gate.review.files import write_review
     from gate.review.queue import build_review
 

@@ -258,17 +258,21 @@ def _manifest_key(inputs: dict[str, str], corrections_sha: str) -> str:
     return hashlib.sha256(json.dumps([inputs, corrections_sha], sort_keys=True).encode()).hexdigest()
 
 
+def refuse_output_over_input(inputs: list[Path], out: str) -> None:
+    """OUT is replaced whole: it must not be or contain an input (a split file, or the dataset itself)."""
+    target = Path(out).resolve()
+    if any(p.resolve().is_relative_to(target) or p.resolve().parent == target for p in inputs):
+        raise GateError("the output must not be or contain the input (gate apply never changes its input)",
+                        file=out)
+
+
 def apply_corrections(dataset: str, corrections_path: str, out: str, contract: Any = None) -> ApplyOutcome:
     """Writes `out`: the dataset with every correction applied, atomically, with MANIFEST.json. The input is only
     read. When `out` already holds the result of these inputs and corrections, nothing is written (`noop`)."""
     from gate.io.atomic import atomic_dir
 
     splits = _jsonl_splits(dataset)
-    target = Path(out).resolve()
-    if any(p.resolve().is_relative_to(target) for _, p in splits) or \
-            target in {p.resolve().parent for _, p in splits}:  # OUT is replaced whole: it must not hold the input
-        raise GateError("the output must not be or contain the input (gate apply never changes its input)",
-                        file=out)
+    refuse_output_over_input([p for _, p in splits], out)
     corrections = load_corrections(corrections_path, dataset, contract)
     inputs = {f"{split}:{path.name}": sha256_file(path) for split, path in splits}
     corr_sha = sha256_file(Path(corrections_path))
