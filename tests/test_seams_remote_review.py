@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytest.importorskip("uvicorn")
 import httpx
 
 from tests.conftest import CONTRACTS, gate_inprocess, run_gate, triage_row, write_jsonl
 from tests.test_service_restart import Server, _free_port
+from tests.test_service_review import write_review_root
 
 CRASH = "the app crashes on login every day since the update"
 FIX = {"id": "tri-000901", "field": "answer.severity", "old": "low", "new": "high", "reason": "rule:outage-escalates",
@@ -38,15 +37,7 @@ def service(tmp_path_factory):
     rows += [triage_row(900, CRASH, {"product": "mobile_app", "severity": "high",
                                      "next_action": "escalate_engineering"}),
              triage_row(901, CRASH, {"product": "mobile_app", "severity": "low", "next_action": "close"})]
-    write_jsonl(root / "ds" / "train.jsonl", rows)
-    raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
-    raw["rules"] = {"outage-escalates": "A crash on login for everyone is escalated to engineering."}
-    evals = []
-    for i, e in enumerate(raw.get("evaluation_sets") or []):  # inside the root: the service reads nothing outside
-        shutil.copy(CONTRACTS / e, root / f"eval-{i}.jsonl")
-        evals.append(f"eval-{i}.jsonl")
-    raw["evaluation_sets"] = evals
-    (root / "triage.yaml").write_text(yaml.safe_dump(raw))
+    write_review_root(root, rows)
     write_jsonl(root / "good.jsonl", [FIX])
     write_jsonl(root / "bad.jsonl", [{**FIX, "old": "medium"}])
     db = str(base / "g.duckdb")

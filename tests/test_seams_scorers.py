@@ -81,16 +81,24 @@ def _record_with_errors(db: Path, card_path: Path, role: str, values: list[float
                      samples=samples, scores=scores, path=str(db))
 
 
-def test_scorer_errors_fail_their_gate_by_item_and_never_promote(tmp_path):
-    gates = [{"name": "task-improves", "scorer": "task", "metric": "strict", "rule": "superiority"}]
+IMPROVES = {"name": "task-improves", "scorer": "task", "metric": "strict", "rule": "superiority"}
+
+
+def _decide_with_errors(tmp_path, gates: list[dict], errors: set[int]):
+    """A baseline and a candidate run of one `task` scorer (the candidate's scorer raised on `errors`) decided by
+    `gates`: (card, baseline values, candidate values, exit code, console text, decision.json)."""
     card = make_scorecard(tmp_path, gates=gates, scorers=[{"name": "task", "type": "exact_match"}])
     base, cand = pair(np.random.default_rng(3), 0.4, 0.3)
     db = tmp_path / "g.duckdb"
     _record_with_errors(db, card, "baseline", base, set(), "cmp")
-    _record_with_errors(db, card, "candidate", cand, {7, 9, 11}, "cmp")
+    _record_with_errors(db, card, "candidate", cand, errors, "cmp")
     out = tmp_path / "out"
     code, text = gate_inprocess("decide", "--scorecard", str(card), "--db", str(db), "--out", str(out))
-    data = json.loads((out / "decision.json").read_text())
+    return card, base, cand, code, text, json.loads((out / "decision.json").read_text())
+
+
+def test_scorer_errors_fail_their_gate_by_item_and_never_promote(tmp_path):
+    card, base, cand, code, text, data = _decide_with_errors(tmp_path, [IMPROVES], {7, 9, 11})
     assert code == 100 and data["verdict"] == "BLOCK", text
     (g,) = data["gates"]
     assert g["verdict"] == "fail" and g["scorer_errors"] == 3
@@ -108,16 +116,8 @@ def test_the_items_a_scorer_did_score_are_still_measured_beside_its_errors(tmp_p
     """The pairing once reused the name of the paired items for the failed ones, so a run with scorer errors was
     measured on its failed items only: every gate of the decision (of any scorer) said "not measured" or measured
     the wrong items. The gate still fails for the errors, and says what the scored items show."""
-    gates = [{"name": "task-improves", "scorer": "task", "metric": "strict", "rule": "superiority"},
-             {"name": "task-floor", "scorer": "task", "metric": "strict", "rule": "absolute", "threshold": 0.1}]
-    card = make_scorecard(tmp_path, gates=gates, scorers=[{"name": "task", "type": "exact_match"}])
-    base, cand = pair(np.random.default_rng(3), 0.4, 0.3)
-    db = tmp_path / "g.duckdb"
-    _record_with_errors(db, card, "baseline", base, set(), "cmp")
-    _record_with_errors(db, card, "candidate", cand, {7, 9, 11}, "cmp")
-    out = tmp_path / "out"
-    code, text = gate_inprocess("decide", "--scorecard", str(card), "--db", str(db), "--out", str(out))
-    data = json.loads((out / "decision.json").read_text())
+    floor = {"name": "task-floor", "scorer": "task", "metric": "strict", "rule": "absolute", "threshold": 0.1}
+    _, base, cand, code, text, data = _decide_with_errors(tmp_path, [IMPROVES, floor], {7, 9, 11})
     assert code == 100 and data["verdict"] == "BLOCK", text
     by_name = {g["gate"]: g for g in data["gates"]}
     for name in ("task-improves", "task-floor"):

@@ -51,17 +51,25 @@ def _root(tmp_path, tiny):
     rows += [triage_row(900, text, {"product": "mobile_app", "severity": "high",
                                     "next_action": "escalate_engineering"}),
              triage_row(901, text, {"product": "mobile_app", "severity": "low", "next_action": "close"})]
+    write_review_root(root, rows)
+    shutil.copytree(tiny, root / "tiny")
+    return root, rows
+
+
+def write_review_root(root, rows) -> None:
+    """A service root for review jobs: `rows` as ds/train.jsonl and the triage contract with one rule
+    (`outage-escalates`), its evaluation sets copied inside the root (the service reads nothing outside)."""
+    import shutil
+
     write_jsonl(root / "ds" / "train.jsonl", rows)
     raw = yaml.safe_load((CONTRACTS / "triage.yaml").read_text())
     raw["rules"] = {"outage-escalates": "A crash on login for everyone is escalated to engineering."}
     evals = []
-    for i, e in enumerate(raw.get("evaluation_sets") or []):  # inside the root: the service reads nothing outside
+    for i, e in enumerate(raw.get("evaluation_sets") or []):
         shutil.copy(CONTRACTS / e, root / f"eval-{i}.jsonl")
         evals.append(f"eval-{i}.jsonl")
     raw["evaluation_sets"] = evals
     (root / "triage.yaml").write_text(yaml.safe_dump(raw))
-    shutil.copytree(tiny, root / "tiny")
-    return root, rows
 
 
 def test_a_review_job_runs_in_the_worker_and_its_queue_is_recorded_masked(tmp_path, tiny):

@@ -78,8 +78,9 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-@pytest.mark.parametrize("flag", ["--base", "--changed-since"])
-def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path, flag):
+def _repo_adding_the_new_file(tmp_path: Path, *, commit: bool) -> tuple[Path, Path]:
+    """A git repository whose `main` has the dataset without train_more.ndjson, and the new file added after it
+    (committed on a branch `pr`, or left in the work tree): (repo, dataset)."""
     repo = tmp_path / "repo"
     data = _dataset(repo)
     new = (data / "train_more.ndjson").read_bytes()
@@ -88,10 +89,18 @@ def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path, flag):
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, *ident, "add", "-A")
     _git(repo, *ident, "commit", "-qm", "base")
-    _git(repo, "checkout", "-q", "-b", "pr")
+    if commit:
+        _git(repo, "checkout", "-q", "-b", "pr")
     (data / "train_more.ndjson").write_bytes(new)
-    _git(repo, *ident, "add", "-A")
-    _git(repo, *ident, "commit", "-qm", "pr: a new data file")
+    if commit:
+        _git(repo, *ident, "add", "-A")
+        _git(repo, *ident, "commit", "-qm", "pr: a new data file")
+    return repo, data
+
+
+@pytest.mark.parametrize("flag", ["--base", "--changed-since"])
+def test_the_pr_path_refuses_and_maps_the_same_way(tmp_path, flag):
+    _, data = _repo_adding_the_new_file(tmp_path, commit=True)
     base = (flag, "main", *(("--index", str(tmp_path / "idx")) if flag == "--base" else ()))
     res = _check(data, _contract(tmp_path), tmp_path / "r", *base)
     assert res.returncode == 1 and "train_more.ndjson" in res.stderr and "not a known split" in res.stderr, \
@@ -107,15 +116,7 @@ def test_the_pr_paths_refusal_names_the_file_as_the_repository_has_it(tmp_path, 
     """The action runs `gate check data/triage --changed-since main` in the checkout and quotes the error line in
     the pull request's comment: it named the file by the runner's absolute path (the changed datasets are resolved
     to find them), not as the repository has it."""
-    repo = tmp_path / "repo"
-    data = _dataset(repo)
-    new = (data / "train_more.ndjson").read_bytes()
-    (data / "train_more.ndjson").unlink()
-    ident = ("-c", "user.email=ci@example.org", "-c", "user.name=ci")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, *ident, "add", "-A")
-    _git(repo, *ident, "commit", "-qm", "base")
-    (data / "train_more.ndjson").write_bytes(new)
+    repo, _ = _repo_adding_the_new_file(tmp_path, commit=False)
     monkeypatch.chdir(repo)
     res = gate_inprocess("check", "ds", "-c", str(_contract(tmp_path)), "--checks", CHECKS, "--no-db", "-o",
                          str(tmp_path / "r"), "-q", "--changed-since", "main", split=True)
