@@ -39,8 +39,9 @@ sys.path.insert(0, str(ROOT / "tests" / "pii"))
 from synth import make_messages  # noqa: E402
 
 from gate.pii.config import PiiConfig  # noqa: E402
+from gate.pii.hits import Hit  # noqa: E402
 from gate.pii.oracles import scan_texts_plain, scan_texts_stock  # noqa: E402
-from gate.pii.presidio_engine import Hit, _engine, scan_texts  # noqa: E402
+from gate.pii.presidio_engine import _engine, scan_texts  # noqa: E402
 
 
 def cpu_s() -> float:
@@ -82,7 +83,8 @@ PEER = """
 import json, sys, time
 from gate.pii.config import PiiConfig
 from gate.pii.oracles import _stock_analyzer
-from gate.pii.presidio_engine import _engine, _import_presidio, _to_hits
+from gate.pii.postfilters import _to_hits
+from gate.pii.presidio_engine import _engine, _import_presidio
 _import_presidio()  # presidio without torch, as gate imports it: the peer is not charged for torch either
 import spacy
 config = PiiConfig(use_ner=sys.argv[2] == "ner")

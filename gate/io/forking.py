@@ -39,10 +39,12 @@ def other_threads() -> list[str]:
     return sorted(names.values())
 
 
-def fork_context(what: str) -> BaseContext | None:
+def fork_context(what: str, *, stacklevel: int = 3) -> BaseContext | None:
     """The `fork` context when forking is safe here, else None (the caller runs its work in this process).
 
-    `what` names the pool in the warning (e.g. "check workers"), so a slow run says which work went serial."""
+    `what` names the pool in the warning (e.g. "check workers"), so a slow run says which work went serial.
+    `stacklevel` is `warnings.warn`'s: the default 3 points the warning at whoever called the function that owns
+    the pool; a helper one call deeper (gate.pii.pool) passes 4 to point at the same place."""
     if not sys.platform.startswith("linux") or "fork" not in mp.get_all_start_methods():
         return None
     if mp.current_process().daemon:  # a daemon process may not have children
@@ -51,6 +53,6 @@ def fork_context(what: str) -> BaseContext | None:
     if others:
         warnings.warn(f"{what} run in this process, not forked: {len(others)} other thread(s) alive "
                       f"({', '.join(others[:3])}); forking now could hang a worker on a lock one of them holds",
-                      InlineFallback, stacklevel=3)
+                      InlineFallback, stacklevel=stacklevel)
         return None
     return mp.get_context("fork")

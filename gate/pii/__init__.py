@@ -14,13 +14,8 @@ from gate.pii.anonymize import ScrubResult, anonymize, anonymize_texts
 from gate.pii.config import PiiConfig, ScrubConfig, SecretConfig
 from gate.pii.hits import Hit, resolve_overlaps
 from gate.pii.oracles import scan_text, scan_texts_plain
-from gate.pii.presidio_engine import (
-    engine_info,
-    recall_spans,
-    recall_spans_texts,
-    scan_texts,
-    street_address_recognizer,
-)
+from gate.pii.presidio_engine import engine_info, recall_spans, recall_spans_texts, scan_texts
+from gate.pii.recognizers import street_address_recognizer
 from gate.pii.redact import mask_context, mask_loose, redact_value, snippet, snippet_window, value_snippet
 from gate.pii.secrets import SecretHit, scan_secrets, scan_secrets_texts
 from gate.pii.spacy_setup import ner_available

@@ -18,7 +18,7 @@ the shape of an entity but, where they stand, identify nobody:
   `label_not_a_name`.
 
 Every function depends on the text and the span only (never on a score), so the fast scan path that skips
-scoring stays identical to presidio's plain loop (see `gate.pii.presidio_engine._dropped`).
+scoring stays identical to presidio's plain loop (see `gate.pii.postfilters._dropped`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from gate.pii.chunking import _chunks, _sanitize
 from gate.pii.config import NER_CONF, PiiConfig
 from gate.pii.hits import Hit, _sort
-from gate.pii.presidio_engine import _engine, _to_hits
+from gate.pii.postfilters import _to_hits
+from gate.pii.presidio_engine import _engine
 from gate.pii.spacy_setup import _one_blas_thread
 
 if TYPE_CHECKING:

@@ -19,35 +19,40 @@ Why this module exists:
   two per-match linear scans (a 100,000-character text took 16 s in them).
 * **Never the raw text.** A `Hit` holds offsets, type, score and recogniser name, never the matched value, so
   findings can be logged, stored and compared without leaking what they point at.
+
+This module builds the engine and holds the scan entry points; the other parts have a module each: gate's own
+recognisers (the English street address included) in gate.pii.recognizers, the post-filters that drop hits in
+gate.pii.postfilters, the faster context enhancer in gate.pii.enhancer, the worker processes in gate.pii.pool,
+and the prefilters in gate.pii.prefilters.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gate.io.forking import fork_context
-from gate.pii import context
 from gate.pii.chunking import _chunks, _sanitize
 from gate.pii.config import NER_CONF, PRESIDIO_RECOGNIZERS, PiiConfig, require
+from gate.pii.enhancer import _bisect_enhancer
 from gate.pii.hits import Hit, _sort
-from gate.pii.prefilters import _phone_run, _phone_windows, _prefilters
+from gate.pii.pool import map_units
+from gate.pii.postfilters import _dropped, _to_hits
+from gate.pii.prefilters import _phone_windows, _prefilters
 from gate.pii.spacy_setup import (
     _ensure_offline,
     _load_spacy,
+    _ner_pipeline,
     _one_blas_thread,
     _register_lower_lemma,
     ner_available,
 )
 
 if TYPE_CHECKING:
-    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer
 
 #: spaCy components that produce lemmas (context words need them); NER does not depend on them.
 _LEMMA_COMPONENTS = ("tok2vec", "tagger", "attribute_ruler", "lemmatizer")
@@ -58,131 +63,6 @@ _PIPE_BATCH = 256
 _MAX_SCORE = 1.0
 #: Texts longer than this skip the prefilter pass: they almost always hold a match, and the pass would be paid twice.
 _DIRECT_CHARS = 20_000
-#: Characters of work per worker below which a process pool costs more than it saves (about one second of work:
-#: ~300 characters take ~5 ms with NER, ~1 ms without).
-_MIN_CHARS_PER_WORKER = {True: 60_000, False: 300_000}
-
-
-# ----------------------------------------------------------------------------------------------- the street address
-
-def street_address_recognizer(language: str = "en") -> EntityRecognizer:
-    """A presidio `PatternRecognizer` for street addresses ("221 Baker Street", "12 Main St.") → `ADDRESS`.
-
-    Why our own: presidio ships no address recogniser and the small NER model finds street addresses about half
-    the time. House number, one to three capitalised name words, a street-type word. Case-sensitive for the name
-    words (otherwise "2 kids and a dog Street..." style prose matches), case-insensitive for the street type.
-    """
-    from presidio_analyzer import Pattern, PatternRecognizer
-
-    street_types = (
-        "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|Ter|"
-        "Way|Parkway|Pkwy|Highway|Hwy|Circle|Cir|Close|Crescent|Row|Alley|Plaza|Trail"
-    )
-    regex = (
-        r"\b\d{1,5}[A-Za-z]?,?[ \t]+(?:[A-Z][A-Za-z'\-]+\.?[ \t]+){1,3}"
-        rf"(?i:{street_types})\b\.?"
-    )
-    return PatternRecognizer(
-        supported_entity="ADDRESS", name="StreetAddressRecognizer", supported_language=language,
-        patterns=[Pattern("street address", regex, 0.5)],
-        context=["address", "ship", "deliver", "street", "live", "located", "mail"],
-        global_regex_flags=re.DOTALL | re.MULTILINE,
-    )
-
-
-# ------------------------------------------------------------------------------------------------------ post-filters
-
-_ID_PREFIX = re.compile(r"(?:[A-Za-z]{2,}[-_]|#)$")
-#: NER spans that are identifiers, versions or file names, not names or places: `TCK-40447`, `v1.17.5`, `P61`,
-#: `index.html` (the small model tags these PERSON/LOCATION on ~1 in 4 clean support messages).
-_NOT_A_NAME = re.compile(r"\d|[^\W\d_]\.[a-z]{2,5}\b|[()\[\]{}=<>/;|]")  # and code: `range(len(arr`, `// Append`
-
-
-def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfig,
-             email_spans: Sequence[tuple[int, int]] = ()) -> bool:
-    """True for hits that are identifiers, not PII (see `PiiConfig`; NER names/places containing a digit or a
-    file name are dropped too). Depends on the span only, never the score.
-
-    That independence matters: `scan_texts` uses it to skip scoring work for texts whose every raw match would
-    be dropped, and stays identical to the plain loop because scores cannot change the verdict.
-    """
-    if entity_type == "URL":
-        value = text[start:end]
-        if end < len(text) and (text[end].isalnum() or text[end] == "_"):
-            return True  # cut out of a longer word: "index.ht" from "index.html"
-        if start > 0 and text[start - 1] == "@":
-            return True  # the domain of an e-mail address
-        if any(s <= start and end <= e for s, e in email_spans):
-            return True
-        low = value.lower().strip("\"'`")  # presidio's span can hold the quotes around it: 'run.sh'
-        if not low.startswith(("http://", "https://", "www.")) and "/" not in value and value.count(".") == 1:
-            if low.rsplit(".", 1)[1] in config.url_file_suffixes:
-                return True  # main.py, install.sh
-        return context.not_a_url(text, start, end)
-    if entity_type in ("PERSON", "LOCATION", "NRP", "ORGANIZATION"):
-        if _NOT_A_NAME.search(text, start, end):
-            return True
-        if entity_type == "LOCATION":
-            return not context.locates_person(text, start, end)
-        if entity_type == "PERSON":
-            return (context.lone_name(text, start, end) or context.words_not_a_name(text[start:end])
-                    or context.label_not_a_name(text, start, end, functools.partial(_lexicon, config)))
-        return False
-    if entity_type == "PHONE_NUMBER":
-        if not _phone_run(config.phone_min_digits).search(text, start, end):
-            return True
-        return (bool(_ID_PREFIX.search(text, max(0, start - 16), start)) or context.labelled_an_id(text, start)
-                or context.in_arithmetic(text, start, end)
-                or context.not_a_phone_shape(text, start, end) or context.in_decimal(text, start, end)
-                or context.not_routable_ip(text[start:end])  # 192.168.1.100 read as a phone instead
-                or context.not_a_host_address(text, start, end))  # and a netmask, 255.255.255.0
-    if entity_type == "CREDIT_CARD":
-        return context.in_decimal(text, start, end)
-    if entity_type == "IP_ADDRESS":
-        return context.not_routable_ip(text[start:end]) or context.not_a_host_address(text, start, end)
-    if entity_type == "EMAIL_ADDRESS":
-        if end + 1 < len(text) and (text[end] == "(" or (text[end] == ":" and not text[end + 1].isspace())):
-            return True  # a method call (`@in.Seek(`) or an scp-style remote (`git@github.com:owner/repo.git`)
-        return context.not_an_email(text[start:end])
-    return False
-
-
-@functools.lru_cache(maxsize=4)
-def _lexicon(config: PiiConfig) -> Callable[[str], str]:
-    """word -> its classes ("n", "v", "a", "r") in the NER model's lemmatizer index (WordNet's words, read from
-    the installed model, not a list of ours); "" when unknown, or for every word when the engine has no
-    lemmatizer index (then no PERSON is dropped as a dictionary label)."""
-    tables: dict[str, frozenset[str]] = {}
-    nlp = _engine(config).nlp
-    if nlp is not None and "lemmatizer" in nlp.pipe_names:
-        lookups = nlp.get_pipe("lemmatizer").lookups
-        if lookups.has_table("lemma_index"):
-            index = lookups.get_table("lemma_index")
-            tables = {tag: frozenset(index[pos]) for tag, pos in (("n", "noun"), ("v", "verb"), ("a", "adj"),
-                                                                    ("r", "adv")) if pos in index}
-
-    def classes(word: str) -> str:
-        stems = {word}
-        for suffix, repl in (("ed", ""), ("ed", "e"), ("d", ""), ("ing", ""), ("ing", "e"), ("s", ""), ("es", "")):
-            if word.endswith(suffix) and len(word) > len(suffix) + 2:
-                stems.add(word[: -len(suffix)] + repl)
-        return "".join(tag for tag, words in tables.items() if any(s in words for s in stems))
-
-    return classes
-
-
-def _to_hits(text: str, results: Sequence[RecognizerResult], offset: int, config: PiiConfig) -> list[Hit]:
-    """Convert presidio results of one chunk to `Hit`s (offsets into the whole text), applying the post-filters."""
-    from presidio_analyzer import RecognizerResult
-
-    emails = [(r.start, r.end) for r in results if r.entity_type == "EMAIL_ADDRESS"]
-    hits = []
-    for r in results:
-        if _dropped(text, r.entity_type, r.start, r.end, config, emails):
-            continue
-        name = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY, "")
-        hits.append(Hit(r.entity_type, r.start + offset, r.end + offset, float(r.score), str(name)))
-    return hits
 
 
 # ------------------------------------------------------------------------------------------------------ the engine
@@ -221,54 +101,6 @@ def _ner_is_independent(nlp: Any) -> bool:
             if lexical & {str(k).upper() for k in pattern.get("attrs", {})}:
                 return False
     return True
-
-
-def _bisect_enhancer() -> Any:
-    """presidio's `LemmaContextAwareEnhancer` with its two per-match linear scans removed; same results.
-
-    Why: the stock `_find_index_of_match_token` walks the document's tokens from the start for every match, so a
-    100,000-character chunk with a few hundred matches costs millions of spaCy `Token` creations (16 s measured).
-    The first token whose end is after the match start is exactly what the stock loop returns, because token
-    ends strictly increase; a bisection over the ends (computed once per document) finds it directly. Likewise
-    the context-word walk tests membership in a list of all the document's keywords; a set gives the same answer.
-    """
-    from bisect import bisect_right
-
-    from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
-
-    class BisectLemmaEnhancer(LemmaContextAwareEnhancer):
-        """See `_bisect_enhancer`. Per-document caches live in thread-local storage (the service may share it)."""
-
-        _local = threading.local()
-
-        def _find_index_of_match_token(self, word: str, start: int, tokens: Any, tokens_indices: list[int]) -> int:
-            cache = self._local
-            if getattr(cache, "indices", None) is not tokens_indices:  # holding the list keeps its id unique
-                cache.ends = [i + len(t) for i, t in zip(tokens_indices, tokens, strict=True)]
-                cache.indices = tokens_indices
-            i = bisect_right(cache.ends, start)
-            if i >= len(cache.ends):
-                raise ValueError("Did not find word '" + word + "' in the list of tokens although it "
-                                 "is expected to be found")
-            return i
-
-        def _add_n_words(self, index: int, n_words: int, lemmas: list[str],
-                         lemmatized_filtered_keywords: list[str], is_backward: bool) -> list[str]:
-            # presidio's loop, with membership in a set built once per document instead of a list scan per word
-            cache = self._local
-            if getattr(cache, "keywords", None) is not lemmatized_filtered_keywords:
-                cache.keyword_set = frozenset(lemmatized_filtered_keywords)
-                cache.keywords = lemmatized_filtered_keywords
-            i, words, remaining = index, [], n_words + 1
-            while 0 <= i < len(lemmas) and remaining > 0:
-                lower = lemmas[i].lower()
-                if lower in cache.keyword_set:
-                    words.append(lower)
-                    remaining -= 1
-                i = i - 1 if is_backward else i + 1
-            return words
-
-    return BisectLemmaEnhancer()
 
 
 def _import_presidio() -> None:
@@ -321,6 +153,8 @@ def _engine(config: PiiConfig) -> _Engine:
     #: recogniser it builds; the IBAN class default lacks IGNORECASE, so "gb42nawi04..." was never found
     registry_flags = re.DOTALL | re.MULTILINE | re.IGNORECASE
 
+    from gate.pii.recognizers import street_address_recognizer
+
     def build(entity: str) -> EntityRecognizer:
         if entity == "ADDRESS":
             return street_address_recognizer(lang)
@@ -353,9 +187,7 @@ def _engine(config: PiiConfig) -> _Engine:
     nlp = None
     ner_only = False
     if ner_available(config):
-        nlp = _load_spacy(config.ner_model, ["parser", "senter"])
-        if nlp.max_length < config.chunk_chars:
-            nlp.max_length = config.chunk_chars
+        nlp = _ner_pipeline(config)
         nlp_engine = SpacyNlpEngine(models=[{"lang_code": lang, "model_name": config.ner_model}],
                                     ner_model_configuration=NerModelConfiguration(**NER_CONF))
         nlp_engine.nlp = {lang: nlp}
@@ -535,22 +367,6 @@ def _phone_fires(rec: EntityRecognizer, text: str, entities: list[str], config: 
     return False
 
 
-def _worker(args: tuple[list[str], PiiConfig]) -> list[list[Hit]]:
-    """Process-pool entry point (module level so it pickles)."""
-    units, config = args
-    with _one_blas_thread():
-        return _scan_units(units, config)
-
-
-def _auto_workers(n_chars: int, ner: bool) -> int:
-    """Worker count when none is given: the CPUs this process may use, but about a second of work per worker."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 8, n_chars // _MIN_CHARS_PER_WORKER[ner]))
-
-
 def scan_texts(texts: Sequence[str], config: PiiConfig | None = None, *,
                workers: int | None = None) -> list[list[Hit]]:
     """Scan many texts; returns, per input text, the same hits as `scan_text` would, much faster.
@@ -574,17 +390,7 @@ def scan_texts(texts: Sequence[str], config: PiiConfig | None = None, *,
             plan.append((offset, idx))
         plans.append(plan)
 
-    n = workers if workers is not None else _auto_workers(sum(map(len, units)), eng.nlp is not None)
-    ctx = fork_context("PII scan workers") if n > 1 and len(units) >= 2 * n else None
-    if ctx is not None:
-        size = -(-len(units) // (n * 4))  # 4 pieces per worker balances uneven texts
-        pieces = [units[i:i + size] for i in range(0, len(units), size)]
-        with ctx.Pool(n) as pool:
-            parts = pool.map(_worker, [(p, config) for p in pieces], chunksize=1)
-        unit_hits = [h for part in parts for h in part]
-    else:
-        with _one_blas_thread():
-            unit_hits = _scan_units(units, config)
+    unit_hits = map_units(_scan_units, units, config, workers=workers, ner=eng.nlp is not None)
 
     out: list[list[Hit]] = []
     for plan in plans:

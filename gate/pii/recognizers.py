@@ -1,9 +1,11 @@
-"""Pattern recognisers for formats presidio's own miss: local phone numbers with separators, 19-digit
-cards, non-English and multi-line street addresses, names in signatures.
+"""Pattern recognisers for formats presidio's own miss: English street addresses (presidio ships no address
+recogniser), local phone numbers with separators, 19-digit cards, non-English and multi-line street addresses,
+names in signatures.
 
 Why a module of its own: each recogniser is a plain presidio `PatternRecognizer` (so presidio's context words,
 scores and thresholds apply, and gate's fast scan stays identical to presidio's plain loop run with the same
-recognisers); `gate.pii.presidio_engine` only adds them next to the recogniser of the entity they report.
+recognisers); `gate.pii.presidio_engine` uses `street_address_recognizer` as the ADDRESS entity's recogniser and
+only adds the others next to the recogniser of the entity they report.
 What each was measured to find, and at what precision, is in bench/results/pii_quality.md.
 
 Every recogniser here is built only when its entity is asked for, and presidio is imported only when one is built.
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from presidio_analyzer import EntityRecognizer
 
-#: Same flags as gate's street-address recogniser: case-sensitive (capitals matter for names), multi-line.
+#: Flags of every recogniser here: case-sensitive (capitals matter for names), multi-line.
 _FLAGS = re.DOTALL | re.MULTILINE
 
 #: Words that say a digit run is a phone number (presidio compares them with lemmas in the 5 words before).
@@ -30,6 +32,31 @@ PHONE_CONTEXT = ["phone", "telephone", "tel", "mobile", "cell", "call", "fax", "
 _NB = r"(?<![\w.+\-/])(?<![\d)][ \t\-.)]{1,2})"
 _PHONE_SCORE = 0.41
 _NA = r"(?![\w]|[.\-/ \t]\d)"
+
+
+def street_address_recognizer(language: str = "en") -> EntityRecognizer:
+    """A presidio `PatternRecognizer` for street addresses ("221 Baker Street", "12 Main St.") → `ADDRESS`.
+
+    Why our own: presidio ships no address recogniser and the small NER model finds street addresses about half
+    the time. House number, one to three capitalised name words, a street-type word. Case-sensitive for the name
+    words (otherwise "2 kids and a dog Street..." style prose matches), case-insensitive for the street type.
+    """
+    from presidio_analyzer import Pattern, PatternRecognizer
+
+    street_types = (
+        "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Square|Sq|Terrace|Ter|"
+        "Way|Parkway|Pkwy|Highway|Hwy|Circle|Cir|Close|Crescent|Row|Alley|Plaza|Trail"
+    )
+    regex = (
+        r"\b\d{1,5}[A-Za-z]?,?[ \t]+(?:[A-Z][A-Za-z'\-]+\.?[ \t]+){1,3}"
+        rf"(?i:{street_types})\b\.?"
+    )
+    return PatternRecognizer(
+        supported_entity="ADDRESS", name="StreetAddressRecognizer", supported_language=language,
+        patterns=[Pattern("street address", regex, 0.5)],
+        context=["address", "ship", "deliver", "street", "live", "located", "mail"],
+        global_regex_flags=_FLAGS,
+    )
 
 
 def local_phone_recognizer(language: str = "en") -> EntityRecognizer:

@@ -3,6 +3,7 @@ thread, lemmas in a blank pipeline. Nothing heavy is imported before the first c
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from collections.abc import Sequence
@@ -63,6 +64,19 @@ def _load_spacy(model: str, exclude: Sequence[str]) -> Any:
         model = getattr(pipe, "model", None)  # the attribute ruler and lemmatizer have none (or None)
         for node in model.walk() if hasattr(model, "walk") else ():
             node.ops = ops
+    return nlp
+
+
+@functools.lru_cache(maxsize=4)
+def _ner_pipeline(config: PiiConfig) -> Any:
+    """The NER model's pipeline for `config` (no parser or sentence splitter), or None when `ner_available` says
+    no; loaded once per config. The engine analyses with it (gate.pii.presidio_engine) and the post-filters read
+    its lemmatizer index (gate.pii.postfilters), so both hold the same loaded model."""
+    if not ner_available(config):
+        return None
+    nlp = _load_spacy(config.ner_model, ["parser", "senter"])
+    if nlp.max_length < config.chunk_chars:
+        nlp.max_length = config.chunk_chars
     return nlp
 
 

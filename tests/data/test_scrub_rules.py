@@ -11,7 +11,7 @@ from gate.contract import load_contract
 from gate.data.runner import run_checks
 from gate.data.scrub import scrub_dataset
 from gate.pii import ScrubConfig
-from gate.pii.presidio_engine import Hit
+from gate.pii.hits import Hit
 
 pytest.importorskip("presidio_analyzer")
 pytest.importorskip("presidio_anonymizer")

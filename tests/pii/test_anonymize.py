@@ -8,7 +8,7 @@ import re
 import pytest
 
 from gate.pii import PiiConfig, ScrubConfig, anonymize, scan_secrets, scan_texts
-from gate.pii.presidio_engine import Hit
+from gate.pii.hits import Hit
 from gate.pii.secrets import SecretHit
 
 pytest.importorskip("presidio_analyzer")

@@ -13,6 +13,8 @@ from gate.pii import (
     PiiConfig,
     chunking,
     engine_info,
+    enhancer,
+    postfilters,
     prefilters,
     resolve_overlaps,
     scan_text,
@@ -175,11 +177,11 @@ def test_phone_windows_give_the_same_kept_hits(pattern_cfg: PiiConfig, messages:
         "fax:(030) 1234-5678;ext=12 und Tel. 0049 30 901820 - danke", "line\n+33 1 42 68 53 00\nend"]
     for text in texts:
         whole = {(r.start, r.end) for r in phone.analyze(text, eng.entities, None)
-                 if not pe._dropped(text, r.entity_type, r.start, r.end, pattern_cfg)}
+                 if not postfilters._dropped(text, r.entity_type, r.start, r.end, pattern_cfg)}
         windowed = set()
         for a, b in prefilters._phone_windows(text, pattern_cfg.phone_min_digits):
             windowed |= {(r.start + a, r.end + a) for r in phone.analyze(text[a:b], eng.entities, None)
-                         if not pe._dropped(text, r.entity_type, r.start + a, r.end + a, pattern_cfg)}
+                         if not postfilters._dropped(text, r.entity_type, r.start + a, r.end + a, pattern_cfg)}
         assert windowed == whole, text
 
 
@@ -189,7 +191,7 @@ def test_bisect_enhancer_matches_presidio() -> None:
 
     doc = spacy.blank("en")("Call  me at +1 415 555 2671, or e-mail jane@example.com!\nThanks — José ")
     tokens, idx = doc, [t.idx for t in doc]
-    fast = pe._bisect_enhancer()
+    fast = enhancer._bisect_enhancer()
     for start in range(len(doc.text) + 2):
         try:
             want: int | str = LemmaContextAwareEnhancer._find_index_of_match_token("w", start, tokens, idx)
@@ -306,7 +308,7 @@ def test_bisect_enhancer_context_walk_matches_presidio() -> None:
 
     lemmas = ["call", "me", "at", "the", "phone", "number", "-", "555", "be", "card", "call"]
     keywords = ["call", "phone", "number", "555", "card", "call"]
-    fast = pe._bisect_enhancer()
+    fast = enhancer._bisect_enhancer()
     for index in range(-1, len(lemmas) + 1):
         for n in range(0, 7):
             for backward in (True, False):
