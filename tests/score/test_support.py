@@ -191,6 +191,22 @@ def test_acronyms_are_entities(passage, claim):
     assert check(passage, passage.split(". ")[-1])[0] == 1
 
 
+@pytest.mark.parametrize("passage,claim", [
+    # a plural acronym and a mixed-case name are names too (technical text is full of them: SciTLDR's entity swaps)
+    ("Convolutional neural networks (CNNs) become deeper every year.",
+     "Convolutional neural networks (GNNs) become deeper every year."),
+    ("We test the method on two domains: FiLM control and simulated driving.",
+     "We test the method on two domains: ViZDoom control and simulated driving."),
+    ("Seq2Seq models tend to select common words when they compose responses.",
+     "Seq2Tree models tend to select common words when they compose responses."),
+])
+def test_plural_acronyms_and_mixed_case_names_are_entities(passage, claim):
+    assert check(passage, claim)[0] == 0
+    assert check(passage, passage)[0] == 1
+    framed = "According to the passage, " + passage[0].lower() + passage[1:]
+    assert check(passage, framed)[0] == 1
+
+
 @pytest.mark.parametrize("claim", ["The fee is no more than 30 dollars.", "The fee is not greater than 30 dollars."])
 def test_bound_rewrite_keeps_the_negation(claim):
     supported, why = check("The fee is more than 30 dollars.", claim)

@@ -119,9 +119,12 @@ _CLAUSE = re.compile(r"\s*[;:]\s*|,\s+|\s+(?=(?:but|while|whereas|although|thoug
 _PASSIVE = re.compile(r"\b(?:is|are|was|were|be|been|being|gets|got|get)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|id|ld|nt|lt)"
                       r"\b.*\bby\b", re.I)
 #: Names: a capitalised word, with its apostrophe parts ("O'Connell", "d'Aulps", "Sant'Eufemia"; not a possessive
-#: "'s"), or an acronym of two or more capitals ("BBC", "NP", "BPP") or one capital other than "I"/"A" ("P", "Plan B").
+#: "'s"), or an acronym of two or more capitals ("BBC", "NP", "BPP") or one capital other than "I"/"A" ("P", "Plan B"),
+#: or a word of letters and digits with two capitals or more in any case pattern: a plural acronym ("CNNs", "GANs")
+#: or a mixed-case name ("FiLM", "CelebA", "Seq2Seq", "signSGD"), which technical text is full of.
 _ENTITY = re.compile(r"(?<![\w'])(?:[A-Za-z][a-z]?')?[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:'[A-Z][a-z]+)*(?=(?:'s)?(?![\w']))"
-                     r"|(?<![\w'#])[A-Z]{2,}(?![\w'])|(?<![\w'#.])[B-HJ-Z](?![\w'.])")
+                     r"|(?<![\w'#])[A-Z]{2,}(?![\w'])|(?<![\w'#.])[B-HJ-Z](?![\w'.])"
+                     r"|(?<![\w'#])(?=[A-Za-z0-9]*[A-Z][A-Za-z0-9]*[A-Z])[A-Za-z][A-Za-z0-9]*(?![\w'])")
 
 
 def _stem(w: str) -> str:
@@ -465,7 +468,9 @@ class FactualSupport:
             missing = ", ".join(sorted(words - content_words(sent))[:5])
             return False, False, f"covered {best:.0%} < {self.min_coverage:.0%}; missing: {missing}"
         passage_words = set(tokens(passage_text))
-        unknown = [e for e in claim_ents if e not in passage_words]
+        # a name of letters and digits ("Seq2Seq") is several tokens: looked for as written, too
+        passage_names = set(entities(passage_text))
+        unknown = [e for e in claim_ents if e not in passage_words and e not in passage_names]
         if unknown:
             return False, False, f"name(s) not in the passage: {', '.join(dict.fromkeys(unknown))}"
         sent_ents = [e for e in entities(sent) if e not in common]
