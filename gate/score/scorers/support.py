@@ -21,9 +21,10 @@ Deterministic, per claim (the answer is split into sentences; a JSON answer's st
 4. *Entities by role*: a name the passage does not contain is unsupported; a name where the aligned sentence names
    someone else is a swap; two entities on opposite sides of a shared word (a verb) in reversed order ("Bobby paid
    Tony" for "Tony paid Bobby") are swapped roles unless exactly one side is passive ("... was paid by ...").
-   Names include acronyms ("BBC", "NP"), apostrophe names ("O'Connell") and "May" inside a sentence; an opening
-   adverb ("Additionally,") is none. Plain nouns count when exchanging the two is the only change of word order
-   ("The horses exported knights" for "The knights exported horses").
+   Names include acronyms ("BBC", "NP", "CNNs"), mixed-case names ("FiLM", "Seq2Seq"), apostrophe names
+   ("O'Connell") and "May" inside a sentence; an opening adverb ("Additionally,") is none. Plain nouns count when
+   exchanging the two is the only change of word order ("The horses exported knights" for "The knights exported
+   horses").
 Claims with fewer than `min_words` content words ("Thanks!", "Sure.") carry no fact and are skipped.
 `supported` = every claim supported (the gate key: one invented fact fails the item), `support_rate` = the share of
 supported claims, `contradiction` = a negation, antonym or role swap was seen (the worst kind of unsupported claim).
