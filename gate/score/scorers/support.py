@@ -469,9 +469,10 @@ class FactualSupport:
             missing = ", ".join(sorted(words - content_words(sent))[:5])
             return False, False, f"covered {best:.0%} < {self.min_coverage:.0%}; missing: {missing}"
         passage_words = set(tokens(passage_text))
-        # a name of letters and digits ("Seq2Seq") is several tokens: looked for as written, too
-        passage_names = set(entities(passage_text))
-        unknown = [e for e in claim_ents if e not in passage_words and e not in passage_names]
+        unknown = [e for e in claim_ents if e not in passage_words]
+        if unknown:  # a name of letters and digits ("Seq2Seq") is several tokens: looked for among the names too
+            passage_names = set(entities(passage_text))
+            unknown = [e for e in unknown if e not in passage_names]
         if unknown:
             return False, False, f"name(s) not in the passage: {', '.join(dict.fromkeys(unknown))}"
         sent_ents = [e for e in entities(sent) if e not in common]
