@@ -70,7 +70,8 @@ _CONTEXT = re.compile(
     r"|us|ca|au|ch|at|be|se|no|dk|pl|ru|cn|jp|in|br|me|app|dev)\b(?:/[^\s<>\"'`]*)?)"
     r"|(?P<token>[A-Za-z0-9_\-+/=]{24,})"
     r"|(?P<digits>\+?\d(?:[ \-().,/]{0,2}\d)*(?![^\W_]))"  # any number: phones, cards, ids, dates, postcodes
-    r"|(?P<word>(?<![^\W_])[^\W_]+(?:['’][^\W_]+)*(?![^\W_]))"  # a word (letters, digits, inner apostrophe)
+    r"|(?P<word>(?<![^\W_])[^\W_]+(?:['’][^\W_]+)*(?:['’](?![^\W_]))?(?![^\W_]))"  # a word (letters, digits,
+    # inner apostrophe) and an apostrophe glued to its end, read by `_mask_word_at`
 )
 
 
@@ -153,7 +154,31 @@ def _context_sub(m: re.Match[str]) -> str:
         return _WORD_IN.sub(lambda w: _mask_word(w.group(0)), s)  # not a key: mask its words
     if kind == "digits":
         return shape(s)
-    return _mask_word(s)
+    return _mask_word_at(m)
+
+
+#: An opening single quote: an apostrophe at a word's start, after the line's start, a space or an opening bracket.
+_OPENING_QUOTE = re.compile(r"(?:^|(?<=[\s(\[{=:,]))['’](?=[^\W_])")
+
+
+def _mask_word_at(m: re.Match[str]) -> str:
+    """`_mask_word` for a word that may end with an apostrophe.
+
+    Why: an apostrophe glued to a word's end makes another word unless it closes a quote or makes a plural's
+    possessive ("the users'"): in Italian typed without accents it is the accent ("perche'", the town Onè written
+    "One'"), so "One'" is not the common word "one" and showing it shows the name.
+    """
+    s = m.group(0)
+    if s[-1:] not in ("'", "’"):
+        return _mask_word(s)
+    stem, mark = s[:-1], s[-1]
+    line = m.string[m.string.rfind("\n", 0, m.start()) + 1:m.start() + 1]  # with the word's first character
+    opened = [q.start() for q in _OPENING_QUOTE.finditer(line)]
+    if opened and not re.search(r"[^\W_]['’](?![^\W_])", line[opened[-1]:]):  # closes the quote opened before it
+        return _mask_word(stem) + mark
+    if stem.lower().endswith("s") and stem.lower() in common_words():
+        return stem + mark
+    return shape(s)
 
 
 def _mask_word(s: str) -> str:

@@ -101,6 +101,21 @@ def test_no_labelled_value_on_the_dashboard(checked) -> None:
         assert leaked(checked["values"], r.text) == [], page
 
 
+def test_the_corpus_is_the_same_in_every_process() -> None:
+    """A corpus that changed with PYTHONHASHSEED (it_IT's city list is built from a set) made the leak tests above
+    pass or fail by chance: the same commit failed once in CI and passed on the rerun."""
+    import os
+    import subprocess
+
+    code = ("import hashlib, json, sys; sys.path.insert(0, sys.argv[1]); from labelled import make_labelled; "
+            "print(hashlib.sha256(json.dumps([(x.text, x.values) for x in make_labelled(1200, seed=15)])"
+            ".encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent)], check=True,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+               for seed in ("1", "2", "3")}
+    assert len(digests) == 1, digests
+
+
 def test_snippets_none_writes_no_context(tmp_path) -> None:
     ds, contract, values = _dataset(tmp_path, 60)
     out = tmp_path / "rep"
