@@ -10,3 +10,13 @@ DISTRIBUTION = "finetune-gate"
 def install_hint(extra: str) -> str:
     """The one install command every "needs the X extra" message names, so no message can drift to a wrong name."""
     return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
+def _defer_heavy_imports() -> None:
+    """jsonschema's IRI grammar is built on first use, not on import (gate.io.lazy_iri says why)."""
+    from gate.io.lazy_iri import defer
+
+    defer()
+
+
+_defer_heavy_imports()
