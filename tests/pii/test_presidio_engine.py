@@ -185,6 +185,32 @@ def test_phone_windows_give_the_same_kept_hits(pattern_cfg: PiiConfig, messages:
         assert windowed == whole, text
 
 
+def test_analyze_in_the_fast_path_shows_phonenumbers_only_the_windows(pattern_cfg: PiiConfig,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second pass (`analyze()` on texts where something fired) ran phonenumbers on the whole text, 45 % of
+    that pass; it reads the windows now, with the hits of the plain loop, and the oracle keeps the original."""
+    import phonenumbers
+
+    prose = "We checked the order history for the account and nothing was shipped twice this month. " * 8
+    texts = [f"{prose}Call me on +44 20 7946 0958 or write to jane.doe@example.org.{prose}",
+             f"{prose}Card 4111 1111 1111 1111 was charged on 2024-06-11 for order 1234567.{prose}"]
+    seen: list[str] = []
+    matcher = phonenumbers.PhoneNumberMatcher
+
+    def spy(text: str, *args: object, **kwargs: object) -> object:  # the real matcher, recording what it reads
+        seen.append(text)
+        return matcher(text, *args, **kwargs)
+
+    monkeypatch.setattr(phonenumbers, "PhoneNumberMatcher", spy)
+    fast = scan_texts(texts, pattern_cfg, workers=1)
+    assert seen and max(map(len, seen)) < 200, [len(t) for t in seen]
+    seen.clear()
+    plain = scan_texts_plain(texts, pattern_cfg)
+    assert len(texts[0]) in map(len, seen)  # the oracle still reads whole texts
+    assert fast == plain and any(h.entity_type == "PHONE_NUMBER" for h in fast[0])
+    assert not any("analyze" in vars(r) for r in pe._engine(pattern_cfg).analyzer.registry.recognizers)
+
+
 def test_bisect_enhancer_matches_presidio() -> None:
     import spacy
     from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
