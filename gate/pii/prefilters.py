@@ -118,3 +118,45 @@ def _phone_windows(text: str, min_digits: int) -> list[tuple[int, int]]:
             else:
                 windows.append((a, b))
     return windows
+
+
+@functools.lru_cache(maxsize=1)
+def _url_tld() -> Any:
+    """The URL prefilter's dot + top-level-domain group as a compiled `regex` pattern (None: no such group)."""
+    import regex
+
+    group = _url_prefilter()
+    return None if group is None else regex.compile(group, regex.DOTALL | regex.MULTILINE | regex.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1)
+def _whitespace() -> tuple[Any, Any]:
+    """`\\s` of the `regex` engine presidio's URL patterns are matched with, searched forwards and backwards."""
+    import regex
+
+    return regex.compile(r"\s"), regex.compile(r"(?r)\s")
+
+
+def _url_windows(text: str) -> list[tuple[int, int]]:
+    """The whitespace-free runs of `text` that hold a dot + top-level domain: the only places presidio's URL
+    patterns can match.
+
+    Why this is exact: every URL pattern is made of character classes and literals that exclude whitespace (host
+    characters, the TLD group, a path of `[^\\s()<>"']`, quotes), with no anchor, lookaround or word boundary,
+    and every match holds the TLD group. So a match lies inside one run, depends on that run's characters only,
+    and `finditer` over the whole text meets each run fresh (the previous match ended in an earlier run): on the
+    run alone the same matches come out, shifted by its offset.
+    """
+    tld = _url_tld()
+    if tld is None:
+        return [(0, len(text))]
+    forward, backward = _whitespace()
+    windows: list[tuple[int, int]] = []
+    for m in tld.finditer(text):
+        if windows and m.start() < windows[-1][1]:
+            continue
+        before = backward.search(text, 0, m.start())
+        after = forward.search(text, m.end())
+        windows.append((before.end() if before else 0, after.start() if after else len(text)))
+    return windows
+

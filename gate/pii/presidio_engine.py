@@ -43,7 +43,7 @@ from gate.pii.enhancer import _bisect_enhancer
 from gate.pii.hits import Hit, _sort
 from gate.pii.pool import map_units
 from gate.pii.postfilters import _dropped, _to_hits
-from gate.pii.prefilters import _phone_windows, _prefilters
+from gate.pii.prefilters import _phone_windows, _prefilters, _url_windows
 from gate.pii.spacy_setup import (
     _ensure_offline,
     _load_spacy,
@@ -288,37 +288,54 @@ def _scan_units(units: Sequence[str], config: PiiConfig) -> list[list[Hit]]:
 
 @contextlib.contextmanager
 def _windowed_phones(analyzer: AnalyzerEngine, min_digits: int) -> Iterator[None]:
-    """While the fast path runs, presidio's phone recogniser inside `analyze()` reads only the phone windows.
+    """While the fast path runs, presidio's phone and URL recognisers inside `analyze()` read only their windows.
 
-    Why exact: a phone hit outside every window has no run of `min_digits` close digits, so the post-filter drops
-    it, and it cannot remove a kept phone hit in presidio's de-duplication (one containing a kept hit would hold
-    its run); inside a window phonenumbers sees the same candidates as on the whole text (`_phone_windows`). The
-    recogniser is a copy with the same id, name and context words, so the context enhancer treats its hits as
-    before; the oracles in gate.pii.oracles, which call `analyze()` outside the fast path, keep the original.
-    Measured: phonenumbers on whole texts was 45 % of the second pass (bench/results/pii_command.md).
+    Why exact: a phone hit outside every phone window has no run of `min_digits` close digits, so the post-filter
+    drops it, and it cannot remove a kept phone hit in presidio's de-duplication (one containing a kept hit would
+    hold its run); inside a window phonenumbers sees the same candidates as on the whole text (`_phone_windows`).
+    A URL match lies in a whitespace-free run holding a top-level domain, and is the same on the run alone
+    (`_url_windows`). Each recogniser is a copy with the same id, name and context words, so the context enhancer
+    treats its hits as before; the oracles in gate.pii.oracles, which call `analyze()` outside the fast path, keep
+    the originals. Measured: phonenumbers on whole texts was 45 % of the second pass (bench/results/pii_command.md).
     """
     recognizers = analyzer.registry.recognizers
-    saved = {i: rec for i, rec in enumerate(recognizers) if type(rec).__name__ == "PhoneRecognizer"}
-
-    def windowed(rec: EntityRecognizer) -> EntityRecognizer:
-        def analyze(text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
-            out = []
-            for a, b in _phone_windows(text, min_digits):
-                for r in rec.analyze(text[a:b], entities, nlp_artifacts):
-                    r.start, r.end = r.start + a, r.end + a
-                    out.append(r)
-            return out
-        clone = copy.copy(rec)
-        clone.analyze = analyze  # type: ignore[method-assign]
-        return clone
-
+    saved = {i: rec for i, rec in enumerate(recognizers) if type(rec).__name__ in _WINDOWED}
     try:
         for i, rec in saved.items():
-            recognizers[i] = windowed(rec)
+            recognizers[i] = _windowed(rec, min_digits)
         yield
     finally:
         for i, rec in saved.items():
             recognizers[i] = rec
+
+
+#: The recognisers the fast path runs on windows of a text, not on all of it.
+_WINDOWED = ("PhoneRecognizer", "UrlRecognizer")
+
+
+def _windows(rec: EntityRecognizer, text: str, min_digits: int) -> list[tuple[int, int]]:
+    if type(rec).__name__ == "PhoneRecognizer":
+        return _phone_windows(text, min_digits)
+    return _url_windows(text)
+
+
+def _windowed(rec: EntityRecognizer, min_digits: int) -> EntityRecognizer:
+    """A copy of `rec` whose `analyze` runs the original on each window and shifts the hits back."""
+    def analyze(text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
+        return _analyze_windows(rec, text, entities, nlp_artifacts, min_digits)
+    clone = copy.copy(rec)
+    clone.analyze = analyze  # type: ignore[method-assign]
+    return clone
+
+
+def _analyze_windows(rec: EntityRecognizer, text: str, entities: list[str], nlp_artifacts: Any,
+                     min_digits: int) -> list[Any]:
+    out = []
+    for a, b in _windows(rec, text, min_digits):
+        for r in rec.analyze(text[a:b], entities, nlp_artifacts):
+            r.start, r.end = r.start + a, r.end + a
+            out.append(r)
+    return out
 
 
 def _scan_units_with(eng: _Engine, units: Sequence[str], config: PiiConfig) -> list[list[Hit]]:
@@ -343,7 +360,8 @@ def _scan_units_with(eng: _Engine, units: Sequence[str], config: PiiConfig) -> l
                 if type(rec).__name__ == "PhoneRecognizer":
                     kept_scores = [0.0] if _phone_fires(rec, unit, eng.entities, config) else []
                 else:
-                    raw = rec.analyze(unit, eng.entities, None)
+                    raw = (_analyze_windows(rec, unit, eng.entities, None, config.phone_min_digits)
+                           if type(rec).__name__ in _WINDOWED else rec.analyze(unit, eng.entities, None))
                     emails = [(r.start, r.end) for r in raw if r.entity_type == "EMAIL_ADDRESS"]
                     kept_scores = [r.score for r in raw
                                    if not _dropped(unit, r.entity_type, r.start, r.end, config, emails)]
