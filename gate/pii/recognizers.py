@@ -254,12 +254,10 @@ def greeting_recognizer(language: str = "en") -> EntityRecognizer:
 
 
 #: Per recogniser: a search that must succeed for it to match anything (two digit pairs across a separator; 8
-#: card digits; a digit, as every address form has a number: a search for the street words cost more than the
-#: recogniser itself, 0.43 vs 0.25 ms per message; a sign-off or greeting word), so the fast scan skips it on
-#: other texts and stays equal to the plain loop.
+#: card digits; a sign-off or greeting word; the address patterns: `_street_words_prefilter`), so the fast scan
+#: skips it on other texts and stays equal to the plain loop.
 _PREFILTERS = {
     "LocalPhoneRecognizer": r"\d\d[-. ]\d\d", "LongCardRecognizer": r"\d{4}[- ]?\d{4}",
-    "StreetAddressPatternsRecognizer": r"\d",
     "SignatureRecognizer": r"\b" + _SIGN_OFF + r"\b",
     "GreetingRecognizer": r"\b(?i:hi|hello|hey|dear|thanks|thank|cheers|welcome|congrats|congratulations|good)\b",
 }
@@ -269,8 +267,47 @@ def prefilter(rec: EntityRecognizer) -> Callable[[str], Any] | None:
     """The cheap search that must succeed on a text for `rec` to match in it (None: always run it)."""
     import regex
 
+    if rec.name == "StreetAddressPatternsRecognizer":
+        return _street_words_prefilter()
     pattern = _PREFILTERS.get(rec.name)
     return None if pattern is None else regex.compile(pattern, _FLAGS).search
+
+
+def _street_words_prefilter() -> Callable[[str], Any]:
+    """The address patterns' prefilter: a digit, and a word one of the forms needs: a capitalised English street
+    word (or APO/FPO/DPO), a Romance street word in any case, or a word ending in a compound street suffix.
+
+    Why words in sets rather than a regex of them: the alternation of ~300 street words searched 1.8 CPU s on 5,000
+    chat messages, more than the recogniser it guards (1.0 s); a set lookup per word is ~20x cheaper. Sound: every
+    pattern holds a number, and its street word as a whole word (English, Romance: a space, a line start or
+    punctuation on the left, a space, "." or "/" on the right) or at the end of a word (a compound); case-folding
+    both sides matches at least what the patterns' case-insensitive groups match.
+    """
+    import regex
+
+    def words(alternation: str) -> list[str]:
+        out = []
+        for w in alternation.split("|"):
+            w = w.replace("\\.", "").replace("/", "")
+            out += [w[:-2], w[:-1]] if w.endswith("s?") else [w]
+        return out
+
+    english = frozenset(words(_EN_TYPE)) | {"APO", "FPO", "DPO"}
+    romance = frozenset(w.casefold() for w in words(_ROMANCE_TYPE))
+    compound = tuple(w.casefold() for w in words(_COMPOUND_SUFFIX))
+    digit, word = regex.compile(r"\d").search, re.compile(r"[^\W\d_]+").findall
+
+    def search(text: str) -> bool | None:
+        if digit(text) is None:
+            return None
+        for w in word(text):
+            if w in english:
+                return True
+            folded = w.casefold()
+            if folded in romance or folded.endswith(compound):
+                return True
+        return None
+    return search
 
 
 def extra_recognizers(entity: str, language: str = "en") -> list[EntityRecognizer]:
