@@ -11,7 +11,8 @@ Why this module exists:
   (8 regions × phonenumbers on every date, amount and id), the URL regex, the NLP pipeline and per-call overhead
   (deep copies, explanations). `scan_texts` returns the same hits as `gate.pii.oracles.scan_texts_plain` (tests)
   but: deduplicates identical texts; runs a recogniser only when its cheap, provably necessary prefilter regex
-  matches, and phonenumbers only on the few windows that can hold a phone number the post-filter keeps; skips
+  matches, phonenumbers only on the few windows that can hold a phone number the post-filter keeps and the URL
+  patterns only on the whitespace-free runs that hold a top-level domain; skips
   the NLP step and `analyze()` when no recogniser fired on a match the post-filters keep; with the NER model,
   runs only the `ner` component (it has its own tok2vec) on every text through `nlp.pipe`, and the tagger and
   lemmatizer (context words need lemmas) only on texts with a kept match whose score context could still raise;
@@ -282,12 +283,12 @@ def engine_info(config: PiiConfig | None = None) -> dict[str, Any]:
 def _scan_units(units: Sequence[str], config: PiiConfig) -> list[list[Hit]]:
     """Scan unique chunks (each ≤ `chunk_chars`) with prefilters, lazy NLP and batched spaCy; offsets per chunk."""
     eng = _engine(config)
-    with _windowed_phones(eng.analyzer, config.phone_min_digits):
+    with _windowed_recognizers(eng.analyzer, config.phone_min_digits):
         return _scan_units_with(eng, units, config)
 
 
 @contextlib.contextmanager
-def _windowed_phones(analyzer: AnalyzerEngine, min_digits: int) -> Iterator[None]:
+def _windowed_recognizers(analyzer: AnalyzerEngine, min_digits: int) -> Iterator[None]:
     """While the fast path runs, presidio's phone and URL recognisers inside `analyze()` read only their windows.
 
     Why exact: a phone hit outside every phone window has no run of `min_digits` close digits, so the post-filter
@@ -297,9 +298,12 @@ def _windowed_phones(analyzer: AnalyzerEngine, min_digits: int) -> Iterator[None
     (`_url_windows`). Each recogniser is a copy with the same id, name and context words, so the context enhancer
     treats its hits as before; the oracles in gate.pii.oracles, which call `analyze()` outside the fast path, keep
     the originals. Measured: phonenumbers on whole texts was 45 % of the second pass (bench/results/pii_command.md).
+    A scan running beside another in this process (threads) finds the copies in place and leaves them to it: both
+    windowed and whole-text recognisers give the same hits, so any interleaving is exact.
     """
     recognizers = analyzer.registry.recognizers
-    saved = {i: rec for i, rec in enumerate(recognizers) if type(rec).__name__ in _WINDOWED}
+    saved = {i: rec for i, rec in enumerate(recognizers)
+             if type(rec).__name__ in _WINDOWED and not getattr(rec, "_gate_windowed", False)}
     try:
         for i, rec in saved.items():
             recognizers[i] = _windowed(rec, min_digits)
@@ -325,6 +329,7 @@ def _windowed(rec: EntityRecognizer, min_digits: int) -> EntityRecognizer:
         return _analyze_windows(rec, text, entities, nlp_artifacts, min_digits)
     clone = copy.copy(rec)
     clone.analyze = analyze  # type: ignore[method-assign]
+    clone._gate_windowed = True  # type: ignore[attr-defined]
     return clone
 
 
@@ -339,7 +344,7 @@ def _analyze_windows(rec: EntityRecognizer, text: str, entities: list[str], nlp_
 
 
 def _scan_units_with(eng: _Engine, units: Sequence[str], config: PiiConfig) -> list[list[Hit]]:
-    """`_scan_units` with the engine built and the phone recogniser windowed."""
+    """`_scan_units` with the engine built and the phone and URL recognisers windowed."""
     lang = config.language
     # 1. Pattern recognisers, only where their prefilter matches; remember which entity types fired on
     #    matches the post-filters would keep (a text whose matches are all dropped needs no scoring at all),
