@@ -7,6 +7,7 @@ gives the same hits in a worker as in this process. The engine is built before t
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Sequence
 
@@ -33,8 +34,14 @@ def map_units(scan: ScanUnits, units: list[str], config: PiiConfig, *, workers: 
     if ctx is not None:
         size = -(-len(units) // (n * 4))  # 4 pieces per worker balances uneven texts
         pieces = [units[i:i + size] for i in range(0, len(units), size)]
-        with ctx.Pool(n) as pool:
-            parts = pool.map(_worker, [(scan, p, config) for p in pieces], chunksize=1)
+        # the engine and everything else alive now go to the permanent generation first: a collection in a worker
+        # would otherwise walk them and copy every page they sit on (15,000 texts, 2 workers: 0.4-0.9 CPU s less)
+        gc.freeze()
+        try:
+            with ctx.Pool(n) as pool:
+                parts = pool.map(_worker, [(scan, p, config) for p in pieces], chunksize=1)
+        finally:
+            gc.unfreeze()
         return [h for part in parts for h in part]
     with _one_blas_thread():
         return scan(units, config)
