@@ -52,9 +52,9 @@ def _prefilters(config: PiiConfig) -> dict[str, Callable[[str], Any]]:
         "IbanRecognizer": regex.compile(r"[A-Z]{2}[0-9]{2}", flags).search,
         "PhoneRecognizer": _phone_run(config.phone_min_digits).search,
     }
-    url = _url_prefilter()
+    url = _url_tld()
     if url is not None:
-        out["UrlRecognizer"] = regex.compile(url, flags).search
+        out["UrlRecognizer"] = url.search
     return out
 
 
@@ -122,7 +122,8 @@ def _phone_windows(text: str, min_digits: int) -> list[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=1)
 def _url_tld() -> Any:
-    """The URL prefilter's dot + top-level-domain group as a compiled `regex` pattern (None: no such group)."""
+    """The URL prefilter's dot + top-level-domain group as a compiled `regex` pattern (None: no such group): the
+    prefilter itself and what `_url_windows` finds the runs by."""
     import regex
 
     group = _url_prefilter()
