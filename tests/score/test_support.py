@@ -304,3 +304,64 @@ def test_claim_joining_two_sentences_is_aligned_with_both():
              "as compared to a standard CNN for several different image classification tasks and demonstrated "
              "improved performance, including classification accuracy and computational efficiency.")
     assert check(passage, claim)[0] == 1
+
+
+@pytest.mark.parametrize("passage,claim,new,old", [
+    # opposites no lexicon of gate's lists (EACL 2017 pairs outside WordNet's antonymy; held-out SciTLDR claims)
+    ("Our method is trained to maximize expected squared jumped distance, a proxy for mixing speed.",
+     "Our method is trained to maximize expected squared jumped nearness, a proxy for mixing speed.",
+     "nearness", "distance"),
+    ("This adjustment makes it possible to retrain the pruned Winograd-domain network.",
+     "This adjustment makes it possible to retrain the pruned Winograd-codomain network.", "codomain", "domain"),
+    ("In this work, we identify two problems regarding the direction of the weight updates.",
+     "In this malfunction, we identify two problems regarding the direction of the weight updates.",
+     "malfunction", "work"),
+    # a stop word replaced by a content word the passage never uses
+    ("Existing methods represent all weights with the same precision.",
+     "Existing methods represent all weights with the divergent precision.", "divergent", "same"),
+    # any invented word in place of the passage's
+    ("A neural network approximates the model's posterior on latent variables.",
+     "A neural network approximates the view's posterior on latent variables.", "view", "model"),
+])
+def test_a_word_the_passage_never_uses_in_place_of_its_word_is_unsupported(passage, claim, new, old):
+    """Held-out SciTLDR with EACL 2017 antonyms (bench/support_heldout.py): a claim that puts a word the passage
+    never uses where the passage has another word passed while word coverage stayed above `min_coverage` (62
+    opposites outside the shipped lexicon, 2 caught)."""
+    s = FactualSupport().score(item((passage,)), Response(text=claim))
+    assert s.value["supported"] == 0, s.explanation
+    assert f"'{new}' where the passage says '{old}'" in s.explanation
+    assert check(passage, passage)[0] == 1
+
+
+@pytest.mark.parametrize("passage,claim", [
+    # WordNet synonyms in place of the passage's word
+    ("The two firms bought the network.", "The two firms purchased the network."),
+    ("The shop opens at 9 am on weekdays.", "The store opens at 9 am on weekdays."),
+    ("The shipment weighed about 40 kilos in all.", "The shipment weighed about 40 kilograms in all."),
+    ("The talks will begin on Monday in Geneva.", "The talks will start on Monday in Geneva."),
+    # another form of the same word, regular or irregular
+    ("The minister said the talks would resume.", "The minister says the talks would resume."),
+    ("The ship broke apart near the coast.", "The ship break apart near the coast."),
+    # a closed-class word in place of another
+    ("Each member of the board voted for the plan.", "Every member of the board voted for the plan."),
+    # a rewording that changes more than the one word is not a copy with one word changed (MRPC pairs)
+    ("Several current and former ferry officers have said the rules were routinely ignored and seldom enforced.",
+     "Some current and former ferry employees have said those rules were often ignored."),
+    # a word the passage uses elsewhere is not an invented one
+    ("The model is trained on images. The view of the encoder is fixed.",
+     "The view is trained on images."),
+])
+def test_synonyms_and_forms_in_place_of_a_word_stay_supported(passage, claim):
+    """The price of the rule above, kept small (bench/results/support_paraphrase.md): a WordNet synonym, another form
+    of the word, a closed-class word, a word the passage uses elsewhere, or a clause reworded in more places than
+    the one word is no copy with an invented word."""
+    assert check(passage, claim)[0] == 1, check(passage, claim)
+
+
+def test_wordnet_synonym_extract_ships_with_its_licence():
+    from gate.score.scorers.support import _SYNSETS, wordnet_synonyms
+
+    assert "WordNet 3.0 Copyright 2006 by Princeton University" in _SYNSETS.read_text(encoding="utf-8")[:3000]
+    sets, irregular = wordnet_synonyms()
+    assert sets["shop"] & sets["store"] and sets["kilo"] & sets["kilogram"] and not sets["model"] & sets["view"]
+    assert irregular["said"] == "say" and irregular["broke"] == "break"
