@@ -107,6 +107,30 @@ def _select_train(batch: Any, owners: np.ndarray, answer: np.ndarray,
     return h, o, np.repeat(answer, batch.sizes)[np.repeat(take, batch.sizes)]
 
 
+#: Training message parts shingled at once: memory holds one chunk's n-grams, not every n-gram of the data.
+TRAIN_CHUNK = 16384
+
+
+def _train_grams(parts: list[str], owners: np.ndarray, answer: np.ndarray, cfg: Any,
+                 wanted: dict[int, np.ndarray]) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per n: (hashes, rows, is-answer flags) of the training n-grams whose hash is in `wanted[n]` (the items'),
+    shingled `TRAIN_CHUNK` parts at a time. Only these can be shared with an item, and whether one is common
+    (`common_limit`) is counted over its rows all the same, so the evidence is what all n-grams at once would give;
+    memory holds them and one chunk, where all n-grams at once took ~5 KB per training row."""
+    got: dict[int, list[list[np.ndarray]]] = {n: [[], [], []] for n in wanted}
+    for s in range(0, len(parts), TRAIN_CHUNK):
+        own, ans = owners[s:s + TRAIN_CHUNK], answer[s:s + TRAIN_CHUNK]
+        tokens, grams = _grams(parts[s:s + TRAIN_CHUNK], own, cfg, set(wanted))
+        for n, want in wanted.items():
+            h, o, a = _select_train(grams[n], own, ans, tokens >= n)
+            keep = np.isin(h, want)
+            for acc, arr in zip(got[n], (h[keep], o[keep], a[keep]), strict=True):
+                acc.append(arr)
+    empty = (np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, bool))
+    return {n: tuple(np.concatenate(acc) if acc else e for acc, e in zip(got[n], empty, strict=True))
+            for n in wanted}  # type: ignore[misc]
+
+
 def _distinct(h: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(hash, owner) pairs without repeats, ordered by hash: a repeated n-gram counts once."""
     order = np.lexsort((o, h))
@@ -285,14 +309,26 @@ class ContaminationCheck(_ClusterCheck):
         short_ok = (pr_tokens >= min_words) & (pr_tokens < n_long)
         ns = {n_long} | {int(n) for n in np.unique(short_n[short_ok])}
         ev_tokens, ev_grams = _grams(ev_parts, ev_owner, cfg, {n_long})
-        tr_tokens, tr_grams = _grams(tr_parts, tr_owner, cfg, ns)
-        out: dict[tuple[int, int], dict[str, Any]] = {}
         n_items = len(items)
-        limit = self._common_limit = common_limit(opts, len(train_texts))
-        # long n-grams of every part of the item (prompt and answer); n-grams common in training are no evidence
+        # the items' side first: long n-grams of every part of the item (prompt and answer), and per short n the
+        # n-grams (or whole prompts) of the short prompts; only training n-grams among these are read
         ev = _select(ev_grams[n_long], ev_owner, ev_tokens >= n_long)
-        shared, common = _shared(_select_train(tr_grams[n_long], tr_owner, tr_answer, tr_tokens >= n_long), ev,
-                                 n_items, limit)
+        short_total = np.zeros(n_items, dtype=np.int64)
+        short_ev: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for n in sorted(ns - {n_long}):
+            take = short_ok & (short_n == n)
+            if not take.any():
+                continue
+            _, pr_grams = _grams([p for p, t in zip(pr_parts, take.tolist(), strict=True) if t],
+                                 pr_owner[take], cfg, {n})
+            short_ev[n] = _distinct(pr_grams[n].hashes, np.repeat(pr_owner[take], pr_grams[n].sizes))
+            short_total += np.bincount(short_ev[n][1], minlength=n_items)
+        train = _train_grams(tr_parts, tr_owner, tr_answer, cfg, {n_long: ev[0], **{n: e[0] for n, e in
+                                                                                   short_ev.items()}})
+        out: dict[tuple[int, int], dict[str, Any]] = {}
+        limit = self._common_limit = common_limit(opts, len(train_texts))
+        # n-grams common in training are no evidence
+        shared, common = _shared(train[n_long], ev, n_items, limit)
         self.counts["common_ngrams_ignored"] += int(common.size)
         eh, eo = _without(*_distinct(*ev), common)
         item_grams = np.bincount(eo, minlength=n_items)  # informative long n-grams of each item: the score's base
@@ -300,18 +336,9 @@ class ContaminationCheck(_ClusterCheck):
             out[(r, it)] = {"shared": c, "item_grams": int(item_grams[it]), "prompt": {"shared": pc},
                             "answer": {"shared": ac}}
         # short prompts: containment of the prompt's n-grams (or of the whole prompt) in the row
-        short_total = np.zeros(n_items, dtype=np.int64)
         shared_short: dict[tuple[int, int], list[int]] = {}
-        for n in sorted(ns - {n_long}):
-            take = short_ok & (short_n == n)
-            if not take.any():
-                continue
-            _, pr_grams = _grams([p for p, t in zip(pr_parts, take.tolist(), strict=True) if t],
-                                 pr_owner[take], cfg, {n})
-            ev = _distinct(pr_grams[n].hashes, np.repeat(pr_owner[take], pr_grams[n].sizes))
-            short_total += np.bincount(ev[1], minlength=n_items)
-            shared, common = _shared(_select_train(tr_grams[n], tr_owner, tr_answer, tr_tokens >= n), ev, n_items,
-                                     limit)
+        for n, ev in short_ev.items():
+            shared, common = _shared(train[n], ev, n_items, limit)
             self.counts["common_ngrams_ignored"] += int(common.size)
             for key, counts in shared.items():
                 acc = shared_short.setdefault(key, [0, 0, 0])
