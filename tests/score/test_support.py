@@ -402,6 +402,7 @@ def test_an_appended_phrase_of_one_new_word_is_unsupported(tail):
     "Medina said the accusation is untrue and offensive, in fact.",  # a discourse marker
     "Medina said the accusation is untrue and offensive, however.",
     "Medina said the accusation is untrue and offensive, unsurprisingly.",  # a comment adverb
+    "Medina said the accusation is untrue and offensive, etc.",  # a closed-class word
 ])
 def test_frames_and_markers_are_no_added_phrase(claim):
     passage = "Medina said the accusation is untrue and offensive."

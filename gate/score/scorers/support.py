@@ -398,7 +398,7 @@ everybody somebody anything something everything his hers ours yours theirs mine
 ourselves yourself myself upon amid amidst among amongst across along alongside around behind beneath beside besides
 between beyond despite inside onto after before during against except near past through outside throughout toward
 towards underneath unlike until till within without whereas whether while yet nor although though because since
-unless even like""".split())
+unless even like etc""".split())
 
 
 def _synonyms(a: str, b: str) -> bool:
