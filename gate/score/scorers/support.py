@@ -245,7 +245,12 @@ eventually ultimately currently recently previously formerly today presently her
 meanwhile overall instead finally lastly also first second third""".split())
 def _is_connective(clause: str) -> bool:
     w = clause.strip(" \"'“”‘’(").lower()
-    return w in _CONNECTIVES or (w.isalpha() and w.endswith("ly") and len(w) > 4)
+    return w in _CONNECTIVES or (w.isalpha() and _comment_adverb(w))
+
+
+def _comment_adverb(word: str) -> bool:
+    """An -ly adverb ("Importantly", "unsurprisingly"): it says how the writer sees a fact, it states none."""
+    return word.endswith("ly") and len(word) > 4
 
 
 #: Multi-word discourse markers (a closed class of English): they say how a claim connects, not a fact.
@@ -254,7 +259,7 @@ _DISCOURSE = frozenset(("in addition", "in fact", "in particular", "in short", "
                         "of course", "in conclusion", "in other words", "on the other hand", "in practice",
                         "in theory", "at first", "at last", "in the end", "in total", "as well", "in brief",
                         "to summarize", "to summarise", "to conclude", "in essence", "at present",
-                        "at the same time", "in comparison", "in particular", "above all", "after all",
+                        "at the same time", "in comparison", "above all", "after all",
                         "in any case", "by the way", "to be sure", "on the whole", "all in all", "in sum"))
 
 
@@ -414,6 +419,12 @@ def _synonyms(a: str, b: str) -> bool:
         return True
     sa = {n for w in fa for n in syn.get(w, ())}
     return any(syn.get(w, frozenset()) & sa for w in fb)
+
+
+@functools.lru_cache(maxsize=64)
+def _passage_lemmas(passage_text: str) -> frozenset[str]:
+    """Every base form the passage's words may inflect: once per passage, not once per claim checked against it."""
+    return frozenset(lemma for t in tokens(passage_text) if t.isalpha() for lemma in _lemmas(t))
 
 
 def _forms(text: str) -> set[str]:
@@ -616,18 +627,19 @@ class FactualSupport:
         other = [e for e in sent_ents if e not in claim_ents]
         if absent and other:
             return False, True, f"'{absent[0]}' where the passage sentence names '{other[0]}'"
-        missing_nums = numbers(claim) - numbers(sent)
+        c_nums, s_nums = numbers_in_order(claim), numbers_in_order(sent)
+        missing_nums = set(c_nums) - set(s_nums)
         if missing_nums:
             return False, False, f"number(s) not in the aligned passage sentence: {', '.join(sorted(missing_nums))}"
         # a figure written once more than the passage writes it, where one of the passage's figures is gone: "13 out
         # of the 13" for "12 out of the 13", "0.5 or 0.5" for "0.9 or 0.5"
-        c_count, s_count = Counter(numbers_in_order(claim)), Counter(numbers_in_order(sent))
+        c_count, s_count = Counter(c_nums), Counter(s_nums)
         surplus = sorted(n for n in c_count if c_count[n] > s_count[n])
         lost = sorted(n for n in s_count if n not in c_count)
         if surplus and lost:
             return False, False, f"number {surplus[0]} where the passage sentence says {lost[0]}"
         p_clauses = [c for s in window for c in clauses(s)]
-        passage_lemmas = {lemma for t in passage_words if t.isalpha() for lemma in _lemmas(t)}
+        passage_lemmas = _passage_lemmas(passage_text)
         # a clause may restate the sentence next to the window (an answer joins two sentences)
         lo = passage_sents.index(window[0])
         window_words = content_words(" ".join(passage_sents[max(0, lo - 1):lo + len(window) + 1]))
@@ -645,7 +657,7 @@ class FactualSupport:
             # a phrase of one word the passage never uses, appended (", at each step", ", for a label"), adds that
             # word's fact; an opening phrase ("In response,", "At that time,") mostly frames what follows
             alone = [t for t in tokens(cl) if t.isalpha() and t not in STOP and t not in NEGATIONS and t not in _CLOSED
-                     and t not in _CONNECTIVES and t not in _REPORTING and not (t.endswith("ly") and len(t) > 4)]
+                     and t not in _CONNECTIVES and t not in _REPORTING and not _comment_adverb(t)]
             if cl is claim_clauses[-1] and len(claim_clauses) > 1 and len(alone) == 1 and len(plain) == 1 \
                     and not _is_connective(cl) and not _is_discourse(cl) and not _lemmas(alone[0]) & passage_lemmas:
                 return False, False, f"an added phrase the passage does not hold: {alone[0]}"
