@@ -484,45 +484,72 @@ def given_as_example(text: str, start: int) -> bool:
 _VENUE = (r"(?:house|home|apartment|apartments|flat|property|condo|restaurant|cafe|caf\u00e9|bar|hotel|motel|hostel|"
           r"salon|spa|venue|store|shop|office|clinic|dentist|doctor|hospital|pharmacy|museum|theater|theatre|cinema|"
           r"park|stadium|arena|gym|studio|gallery|church|school|library|bank|station|airport|company|business|"
-          r"agency|center|centre|mall|market|branch|place|attraction|event|show|concert|game)")
+          r"agency|center|centre|mall|market|branch|place|attraction|event|show|concert|game|festival|room)"
+          r"(?:s|es)?")
+#: A business, never a dwelling or a part of one: a name beside an address ("the hotel 45 Park Lane", "the 45 Park
+#: Lane hotel") makes it the business's; "Home: 12 Oak Road" or "12 Oak Road apartment 4" stays someone's.
+_BUSINESS = r"(?!(?:home|house|apartment|flat|property|condo|office|place|room|studio|branch)(?:s|es)?\b)" + _VENUE
 _LISTING_BEFORE = re.compile(
     r"(?i)(?:\b(?:located|situated|based|held|hosted|headquartered|found)\s+(?:at|on|in)"
     r"|\b(?:their|its|the(?:\s+" + _VENUE + r"(?:'s)?)?)\s+(?:(?:main|contact|phone|telephone|street|office|business|"
     r"front\s+desk|venue|exact|full)\s+)*(?:number|phone|address|location)(?:\s+[^.!?\n]{0,30}?)?\s+(?:is|are|:)"
     r"(?:\s+listed\s+as)?"
-    r"|\b(?:reach|call|contact|find|visit|phone|ring)\s+(?:them|it)\b[^.!?\n]{0,20}?\b(?:at|on|by)(?:\s+the\s+number)?"
+    r"|\b(?:reach|call|contact|find|locate|visit|phone|ring)\s+(?:them|it)\b[^.!?\n]{0,20}?\b(?:at|on|by)"
+    r"(?:\s+the\s+(?:phone\s+)?number)?"
     r"|\b(?:they|it)\s+can\s+be\s+(?:called|reached|contacted|found)\s+(?:at|on)"
     r"|\b(?:the\s+)?(?:phone|number\s+to\s+call)\s+is"
     r"|\b(?:they|it)\s+(?:are|is)\s+(?:located\s+)?(?:at|on)|\b(?:they're|it's|is|one)\s+at"
-    r"|\b" + _VENUE + r"\b(?:[^.!?\n]|\.(?=\S)){0,60}?\b(?:at|on|@))"
-    r"[\s:,]*(?:number\s+)?$")
+    r"|\b" + _VENUE + r"\b(?:[^.!?\n]|\.(?=\S)){0,60}?\b(?:at|on|in|@|number)|\b" + _BUSINESS
+    # a place named by its address: "a 5 star hotel called 45 Park Lane", "the hotel 45 Park Lane"
+    + r"|\b(?:called|named)"
+    # an option the model offers from what a search returned: "How about 1 Rue Bayard?", "One of them is ...",
+    # "May I suggest ...", "There's one with a rating of 4.5 at ...", "One stay ... is there at ..."
+    r"|\b(?:how|what)\s+about(?:\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in))?|\bwhat\s+do\s+you\s+think\s+(?:about|of)|\b(?:one|another)\s+of\s+them\s+is"
+    r"|\b(?:suggest|recommend)|\b(?:there(?:'s|\s+is)|found|have|got)\s+one\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in)|\bis\s+there\s+(?:at|on|in))"
+    # a house number the recogniser left outside its span ("located in 1 | Rue Bayard", "at 100-| 15 Ditmars")
+    r"[\s:,]*(?:number\s+)?(?:\d+[A-Za-z]?(?:[/-]\d+)?\s+|\d+[/-])?$")
 _PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|your|his|her)\b|\b(?!(?:what|that|it|where|here|there|who|he|she|let"
                               r"|how|which|this)'s)[a-z]+'s\s+(?:\w+\s+)?(?:number|phone|address)")
 
 
 #: The listing after the value: "+61 2 8889 7700 is their phone number".
-_LISTING_AFTER = re.compile(r"(?i)[\s.,]*(?:is|are)\s+(?:their|its)\s+(?:\w+\s+){0,2}(?:number|phone|address)")
+_LISTING_AFTER = re.compile(r"(?i)[\s.,]*(?:(?:is|are)\s+(?:their|its)\s+(?:\w+\s+){0,2}(?:number|phone|address)"
+                            r"|there(?:'s|\s+is)\s+(?:one|a|an)\b|is\s+one\s+(?:of|among)\s+them\b"
+                            # "the 45 Park Lane hotel", "45 Park Lane is a great place"
+                            r"|" + _BUSINESS + r"\b|(?:is|was)\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}" + _VENUE + r"\b)")
+
+
+#: Someone's home in the clause: "the house where Tom lives, at ..." is his address, not a listing.
+_LIVES = re.compile(r"(?i)\b(?:live[sd]?|living|reside[sd]?|residing)\b")
 
 
 def listed_contact(text: str, start: int, end: int) -> bool:
     """True when the model's turn reads out the street address or phone number of a place it found: "Their number
     is +1 604-697-0202", "The venue is located at 2367 Shattuck Avenue", "a nice house located at 100 Greenwich
-    Street", "The contact number for the hotel is ...", "You can find them at ...".
+    Street", "The contact number for the hotel is ...", "You can find them at ..."; or offers it as one of a
+    search's results: "How about 1 Addington Street?", "One of them is 1 Rue Bayard", "a 5 star hotel called 45 Park
+    Lane", "At 10 East Thomas Road there's one".
 
     Why: dialogue and tool-use data (Schema-Guided Dialogue, MultiWOZ) is made of such listings, the contact
     details of restaurants, salons, hotels and homes for rent a service returned; on 1,200 Schema-Guided Dialogue
     rows they were 929 pii errors (and linked 900 names and places more), none of them anyone's. The sentence must
-    not tie the value to a person ("my", "your", "his", "Jessica's number"); the caller asks only for the
+    not tie the value to a person ("my", "your", "his", "Jessica's number") nor say someone lives there; the
+    caller asks only for the
     assistant's turns, so a user who gives their own address or number still fails the gate."""
     before = _clause_before(text, start)
-    if _PERSONAL_BEFORE.search(before[-40:]):  # "Your appointment is made and their address is" is the place's
+    # "Your appointment is made and their address is" is the place's; searched from a position, not a slice, so
+    # "Another house" holds no "her"
+    if _PERSONAL_BEFORE.search(before, max(0, len(before) - 40)) or _LIVES.search(before):
         return False
     return bool(_LISTING_BEFORE.search(before) or _LISTING_AFTER.match(text, end, min(len(text), end + 60)))
 
 
 #: A user asking for a place's contact details: "What is their phone number?", "Tell me the address.", "Can I get
 #: a contact number?", "What number do I have to call?"
-_ASKS_LISTING = re.compile(r"(?i)\b(?:phone|number|address|contact|location|where\s+(?:is|are)\s+(?:it|they|the))\b")
+_ASKS_LISTING = re.compile(r"(?i)\b(?:phone|number|digits|address|contact|location"
+                           r"|where\s+(?:is|are)\s+(?:it|they|the))\b")
+#: A question written without its question mark: "Whats their number and address".
+_UNMARKED_QUESTION = re.compile(r"(?i)(?:what|what's|whats|where|where's|wheres|how)\b")
 
 
 #: ...or requesting them: "Give me the phone number", "let me know their phone number", "I need their address".
@@ -530,22 +557,32 @@ _REQUESTS_LISTING = re.compile(r"(?i)\b(?:give|tell|share|send|get|need|know|hav
                                r"\s+(?:\w+\s+)?(?:phone|number|address|contact)")
 
 
-def _about_a_place(asked: str, value: str) -> bool:
-    """The user's turn `asked` can point the model's next turn at a place: there is one, it ties nothing to a person
-    ("my", "his", "Jessica's number") and does not hold `value` itself (then the user gave it)."""
-    return bool(asked) and not _PERSONAL_BEFORE.search(asked) and value.strip(" .,") not in asked
+#: One sentence of a user's turn, with its closing mark.
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+def _asks_about_a_place(asked: str, value: str, asks: Callable[[str], bool]) -> bool:
+    """The user's turn `asked` points the model's next turn at a place: a sentence of it `asks` (a place's number,
+    a ride there) and ties nothing to a person ("my", "his", "Jessica's number"), and the turn does not hold
+    `value` itself (then the user gave it). Only the asking sentence is read for the tie: in "Thank you for your
+    assistance. Can you get me a cab to go there?" the "your" thanks the model."""
+    if not asked or value.strip(" .,") in asked:
+        return False
+    return any(asks(s) and not _PERSONAL_BEFORE.search(s) for s in _SENTENCE.findall(asked))
+
+
+def _asks_listing(sentence: str) -> bool:
+    question = sentence.rstrip().endswith("?") or bool(_UNMARKED_QUESTION.match(sentence.strip()))
+    return (question and bool(_ASKS_LISTING.search(sentence))) or bool(_REQUESTS_LISTING.search(sentence))
 
 
 def asks_for_listing(asked: str, value: str) -> bool:
     """True when the user's turn right before the model's asks for a place's phone number or address (theirs, its,
     "the address"), so the `value` the model answers with is the listing: "What is their phone?" / "It is 20 7071
-    5029." (Schema-Guided Dialogue's answers carry no cue of their own). Not when the turn names a person ("my",
-    "your", "his", "her", "Jessica's number"), nor when the user gave the value themselves (the model's call
-    repeats the user's own destination)."""
-    if not _about_a_place(asked, value):
-        return False
-    questions = " ".join(re.findall(r"[^.!?\n]*\?", asked))
-    return bool(_ASKS_LISTING.search(questions)) or bool(_REQUESTS_LISTING.search(asked))
+    5029." (Schema-Guided Dialogue's answers carry no cue of their own). Not when the asking sentence names a
+    person ("my", "your", "his", "her", "Jessica's number"), nor when the user gave the value themselves (the
+    model's call repeats the user's own destination)."""
+    return _asks_about_a_place(asked, value, _asks_listing)
 
 
 #: A user sending the model "there": to a place already named in the dialogue ("I need a cab to go there", "Can you
@@ -558,8 +595,24 @@ def goes_there(asked: str, value: str) -> bool:
     """True when the user's turn right before the model's asks to go "there", a place named earlier in the
     dialogue, so the street address the model confirms ("a shared ride for 2 to 1400 North Dutton Avenue?") is
     that place's, which the model found, not one the user gave: "a cab to go there" after a salon was found
-    (Schema-Guided Dialogue). Not when the user's turn holds the address itself or ties the trip to a person."""
-    return _about_a_place(asked, value) and bool(_GOES_THERE.search(asked))
+    (Schema-Guided Dialogue). Not when the user's turn holds the address itself or its asking sentence ties the
+    trip to a person ("my home is there")."""
+    return _asks_about_a_place(asked, value, lambda sentence: bool(_GOES_THERE.search(sentence)))
+
+
+#: Sharing a place with someone: "share the location 199 Aegean Way with Jonathan", "So that's sharing 16 Mint
+#: Plaza with Douglas", "send the address ... to Keith".
+#: Not a shared ride ("a shared ride for 2 to ...", "a ride share to ..."): its destination is the rider's.
+_SHARING = re.compile(r"(?i)(?<!ride\s)\b(?:shar(?:e|es|ed|ing)\b(?!\s+(?:a\s+)?(?:ride|cab|taxi|car|seat)s?\b)"
+                      r"|send(?:ing)?\s+(?:the\s+)?(?:location|address)\b)")
+
+
+def shares_it(text: str, start: int) -> bool:
+    """True when the sentence before `start` shares a place with someone. Why: a messaging tool's "share location"
+    sends the address of a place the model found (Schema-Guided Dialogue: 8 of 31 false pii errors); the caller
+    asks it only for an address an earlier turn read out as a place's listing, so a user sharing an address of
+    their own, never listed, still fails the gate."""
+    return bool(_SHARING.search(_clause_before(text, start)))
 
 
 #: Mailboxes that stand for "someone" in documentation and tests, on a domain nobody's mail goes to.

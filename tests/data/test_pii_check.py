@@ -469,3 +469,73 @@ def test_a_ride_there_to_a_place_found_earlier_is_that_places_address(tmp_path, 
     assert {v for (rid, _), v in sev.items() if rid == "there"} == {"warning"}, sev
     assert {v for (rid, _), v in sev.items() if rid == "named"} == {"error"}, sev
     assert {v for (rid, _), v in sev.items() if rid == "home"} == {"error"}, sev
+
+
+def test_an_address_the_model_offers_from_a_search_is_a_listing(tmp_path, triage_contract) -> None:
+    """Schema-Guided Dialogue's model offers what a search returned without "located at": "How about 1 Addington
+    Street?", "One of them is 1 Rue Bayard", "a 5 star hotel called 45 Park Lane", "At 10 East Thomas Road there's
+    one"; a user asks "Whats their number and address" without a question mark, or for "their digits", or thanks
+    the model for "your help" before asking for a cab "there". On 1,200 rows these were 59 pii errors, all false.
+    "Another house ..." read as "her" (a slice cut the word), and the recogniser's span can leave the house number
+    out ("located in 1 | Rue Bayard"). The same offer of someone's own address, of where a person lives, or a ride
+    "there" to the user's home, still fails the gate."""
+    findings = _dialogue_findings(tmp_path, triage_contract, {
+        "offer": ("Find me a house in London.", "I found 10 houses. How about 1 Addington Street? It has 3.6."),
+        "one_of": ("Any houses?", "Found 10 houses. One of them is 1 Rue Bayard, 75008 with a 4.4 rating."),
+        "called": ("Find a hotel in London.", "There is a 5 star hotel called 45 Park Lane."),
+        "room": ("Six days, from Friday.", "Please confirm: reserve 1 room at 45 Park Lane in London for 6 days."),
+        "another": ("Search again.", "Another house named Amador Royal located at 25173 Cypress Avenue, $3,900."),
+        "number_left_out": ("A house in Paris?", "How about a nice house with 4.5 rating located in 1 Rue Bayard?"),
+        "there_one": ("A home in Phoenix, please.", "At 10 East Thomas Road there's one with 4.1."),
+        "unmarked": ("Whats their number and address", "Its 707-226-9912 and address is 575 Lincoln Avenue # 305C"),
+        "digits": ("Could you find me their digits?", "+1 559-268-1000."),
+        "named_hotel": ("A hotel room in London.", "45 Park Lane is a 5 star hotel."),
+        "suggest": ("I will be in Sydney.", "There are 10 houses. May I suggest 1 Columbia Court, Baulkham Hills?"),
+        "found_one": ("A house to stay at, please.", "I have found one with a 4.3 rating at 1 Addington Street."),
+        "offer_at": ("Any alternatives?", "How about Buchanan Gardens at 1600 Buchanan Road, $3,000,000."),
+        "with_number": ("Their rating?", "The restaurant with phone number 925-672-1431 has a 4.5 rating."),
+        "thanks_your": ("Thank you for your help. Can you get me a cab to go there?",
+                        "Please confirm a shared ride for 1 person to go to 150 Muir Road."),
+        "there_mine": ("Thanks. My home is there, can you get me a cab to go there?",
+                       "Please confirm a shared ride for 1 person to go to 150 Muir Road."),
+        "yours": ("Where do I send it?", "What about your home at 412 Birchwood Avenue, Portland?"),
+        "lives": ("Where does Tom stay?", "Tom Baker lives in the house at 412 Birchwood Avenue, Portland."),
+    })
+    sev: dict[str, set[str]] = {}
+    for f in findings:
+        if f.rule in ("pii.ADDRESS", "pii.PHONE_NUMBER"):
+            sev.setdefault(f.row_id.removeprefix("tri-"), set()).add(f.severity)
+    listed = ("offer", "one_of", "called", "room", "another", "number_left_out", "there_one", "unmarked", "digits",
+              "named_hotel", "suggest", "found_one", "offer_at", "with_number", "thanks_your")
+    assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
+    assert sev["yours"] == sev["lives"] == sev["there_mine"] == {"error"}, sev
+
+
+def test_a_listed_place_shared_with_a_contact_stays_a_listing(tmp_path, triage_contract) -> None:
+    """A messaging tool's "share location" sends the address of a place the model found: "Meadowood Apartments
+    located at 199 Aegean Way", then "share the location 199 Aegean Way with Jonathan" (Schema-Guided Dialogue: 7
+    pii errors on 1,200 rows, all false). An address the user shares that no turn read out as a listing still
+    fails the gate, and so does a shared ride to the listed place (a ride's destination is the rider's)."""
+    listing = [{"role": "user", "content": "Find me a house to rent."},
+               {"role": "assistant", "content": "Meadowood Apartments located at 199 Aegean Way is available."}]
+    rows = {
+        "shared": [*listing, {"role": "user", "content": "Share it with Jonathan."},
+                   {"role": "assistant", "content": "Confirm: share the location 199 Aegean Way with Jonathan."}],
+        "own": [*listing, {"role": "user", "content": "Share 412 Birchwood Avenue with Jonathan."},
+                {"role": "assistant", "content": "Confirm: share the location 412 Birchwood Avenue with Jonathan."}],
+        "ride": [*listing, {"role": "user", "content": "Get me a cab."},
+                 {"role": "assistant", "content": "Please confirm a shared ride for 1 to 199 Aegean Way."}],
+    }
+    out = []
+    for i, (rid, messages) in enumerate(rows.items()):
+        row = triage_row(i)
+        row["id"], row["messages"] = f"tri-{rid}", [row["messages"][0], *messages]
+        out.append(row)
+    write_jsonl(tmp_path / "d" / "train.jsonl", out)
+    run = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1, progress=False)
+    sev = {(f.row_id.removeprefix("tri-"), f.field): f.severity for f in run.results[0].findings
+           if f.rule == "pii.ADDRESS"}
+    assert sev[("shared", "messages[2].content")] == "warning", sev  # the listing itself
+    assert sev[("shared", "messages[4].content")] == "warning", sev
+    assert sev[("own", "messages[3].content")] == "error" and sev[("own", "messages[4].content")] == "error", sev
+    assert sev[("ride", "messages[4].content")] == "error", sev

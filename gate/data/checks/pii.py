@@ -20,6 +20,15 @@ from gate.data.scrub_rules import ScrubRules
 from gate.pii.config import QUASI_ENTITIES, PiiConfig, SecretConfig
 
 _PII, _SECRET = PiiConfig(), SecretConfig()  # the defaults the options schemas document (stdlib-only module)
+#: The message of a value read out from a place's listing (`PiiCheck._stand_in`).
+_LISTING = ", a place's address or number the assistant read out from a listing,"
+
+
+def _listed_key(value: str) -> str:
+    """A listed value as a later turn repeats it: case, spacing and edge punctuation aside."""
+    return " ".join(value.strip(" .,;:").lower().split())
+
+
 #: What a place's listing gives: its street address and phone number (`gate.pii.context.listed_contact`).
 _LISTED_TYPES = frozenset({"ADDRESS", "PHONE_NUMBER"})
 
@@ -85,9 +94,10 @@ class _DetectorCheck(Check):
         default."""
         return "error", ""
 
-    def _stand_in(self, hit: Any, fh: Any, asked: str) -> str:
+    def _stand_in(self, hit: Any, fh: Any, asked: str, listed: set[str]) -> str:
         """Why the hit stands in for a value rather than being one, "" when it is one (it can then link the other
-        hits of its message to a person); `asked` is the user's turn right before its field. Never by default."""
+        hits of its message to a person); `asked` is the user's turn right before its field, `listed` the values
+        earlier turns of the row read out as a place's listing (`_listed_key`). Never by default."""
         return ""
 
     def map(self, batch: Batch) -> Any:
@@ -104,12 +114,15 @@ class _DetectorCheck(Check):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
             asked = ""
+            listed: set[str] = set()
             for fh in fields:
                 hits = [h for h in self._hits(fh) if self._scrub.hit_operator(h) != "keep"]
                 kept += len(self._hits(fh)) - len(hits)
                 if hits:
                     todo.append((line, rid, fh, hits))
-                    why = [self._stand_in(h, fh, asked) for h in hits]
+                    why = [self._stand_in(h, fh, asked, listed) for h in hits]
+                    listed.update(_listed_key(fh.text[h.start:h.end]) for h, w in zip(hits, why, strict=True)
+                                  if w == _LISTING)
                     stand_ins.append(why)
                     in_field.append([h for h, w in zip(hits, why, strict=True) if not w])
                 asked = fh.text if fh.role == "user" else ""
@@ -235,13 +248,21 @@ class PiiCheck(_DetectorCheck):
                 return "error", ""
         return "warning", ", alone: nothing in its message links it to a person,"
 
-    def _stand_in(self, hit: Any, fh: Any, asked: str) -> str:
+    def _stand_in(self, hit: Any, fh: Any, asked: str, listed: set[str]) -> str:
         """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
         as an example in documentation ("e.g. '123 Main St'", a schema's default), a stock placeholder
         (`john.doe@example.com`, `123-456-7890`), or a place's address or number the model reads out from a listing
         (`listed_contact`, or the answer to the user's `asked` "What is their phone number?") identifies and links
-        nobody."""
-        from gate.pii.context import asks_for_listing, given_as_example, goes_there, listed_contact, placeholder_value
+        nobody; nor does that address when a later turn shares it with someone ("share the location 199 Aegean
+        Way with Jonathan", `shares_it`): the place the model found, not where the writer is."""
+        from gate.pii.context import (
+            asks_for_listing,
+            given_as_example,
+            goes_there,
+            listed_contact,
+            placeholder_value,
+            shares_it,
+        )
 
         if given_as_example(fh.text, hit.start):
             return ", given as an example in documentation (e.g., a format, a default),"
@@ -251,7 +272,9 @@ class PiiCheck(_DetectorCheck):
         if (fh.role == "assistant" and hit.entity_type in _LISTED_TYPES
                 and (listed_contact(fh.text, hit.start, hit.end) or asks_for_listing(asked, value)
                      or (hit.entity_type == "ADDRESS" and goes_there(asked, value)))):
-            return ", a place's address or number the assistant read out from a listing,"
+            return _LISTING
+        if hit.entity_type == "ADDRESS" and _listed_key(value) in listed and shares_it(fh.text, hit.start):
+            return ", the address of a place the assistant read out earlier, shared with someone,"
         return ""
 
     def _describe(self, hit: Any) -> tuple[str, str]:
