@@ -504,7 +504,7 @@ _LISTING_BEFORE = re.compile(
     + r"|\b(?:called|named)"
     # an option the model offers from what a search returned: "How about 1 Rue Bayard?", "One of them is ...",
     # "May I suggest ...", "There's one with a rating of 4.5 at ...", "One stay ... is there at ..."
-    r"|\b(?:how|what)\s+about(?:\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in))?|\bwhat\s+do\s+you\s+think\s+(?:about|of)|\b(?:one|another)\s+of\s+them\s+is"
+    r"|\b(?:how|what)\s+about(?:\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in))?|\bwhat\s+do\s+you\s+think\s+(?:about|of)|\b(?:one|another)(?:\s+of\s+them)?\s+is"
     r"|\b(?:suggest|recommend)|\b(?:there(?:'s|\s+is)|found|have|got)\s+one\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in)|\bis\s+there\s+(?:at|on|in))"
     # a house number the recogniser left outside its span ("located in 1 | Rue Bayard", "at 100-| 15 Ditmars")
     r"[\s:,]*(?:number\s+)?(?:\d+[A-Za-z]?(?:[/-]\d+)?\s+|\d+[/-])?$")
@@ -515,6 +515,8 @@ _PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|your|his|her)\b|\b(?!(?:what|tha
 #: The listing after the value: "+61 2 8889 7700 is their phone number".
 _LISTING_AFTER = re.compile(r"(?i)[\s.,]*(?:(?:is|are)\s+(?:their|its)\s+(?:\w+\s+){0,2}(?:number|phone|address)"
                             r"|there(?:'s|\s+is)\s+(?:one|a|an)\b|is\s+one\s+(?:of|among)\s+them\b"
+                            # a rated listing: "1006 Spring Street has a 3.9 rating", "... with a 4.5 star rating"
+                            r"|(?:has|with)\s+(?:a|an)\s+(?:[\w.-]+\s+){0,3}(?:rating|stars?)\b"
                             # "the 45 Park Lane hotel", "45 Park Lane is a great place"
                             r"|" + _BUSINESS + r"\b|(?:is|was)\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}" + _VENUE + r"\b)")
 

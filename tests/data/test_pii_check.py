@@ -491,6 +491,8 @@ def test_an_address_the_model_offers_from_a_search_is_a_listing(tmp_path, triage
         "digits": ("Could you find me their digits?", "+1 559-268-1000."),
         "named_hotel": ("A hotel room in London.", "45 Park Lane is a 5 star hotel."),
         "suggest": ("I will be in Sydney.", "There are 10 houses. May I suggest 1 Columbia Court, Baulkham Hills?"),
+        "one_is": ("In London, UK.", "I found 10 hotels. One is 45 Park Lane, it's 5 stars."),
+        "rated": ("What else do you have?", "1006 Spring Street has a 3.9 rating."),
         "found_one": ("A house to stay at, please.", "I have found one with a 4.3 rating at 1 Addington Street."),
         "offer_at": ("Any alternatives?", "How about Buchanan Gardens at 1600 Buchanan Road, $3,000,000."),
         "with_number": ("Their rating?", "The restaurant with phone number 925-672-1431 has a 4.5 rating."),
@@ -506,7 +508,8 @@ def test_an_address_the_model_offers_from_a_search_is_a_listing(tmp_path, triage
         if f.rule in ("pii.ADDRESS", "pii.PHONE_NUMBER"):
             sev.setdefault(f.row_id.removeprefix("tri-"), set()).add(f.severity)
     listed = ("offer", "one_of", "called", "room", "another", "number_left_out", "there_one", "unmarked", "digits",
-              "named_hotel", "suggest", "found_one", "offer_at", "with_number", "thanks_your")
+              "named_hotel", "suggest", "found_one", "offer_at", "with_number", "thanks_your",
+              "one_is", "rated")
     assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
     assert sev["yours"] == sev["lives"] == sev["there_mine"] == {"error"}, sev
 
