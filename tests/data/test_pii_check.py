@@ -542,3 +542,8 @@ def test_a_listed_place_shared_with_a_contact_stays_a_listing(tmp_path, triage_c
     assert sev[("shared", "messages[4].content")] == "warning", sev
     assert sev[("own", "messages[3].content")] == "error" and sev[("own", "messages[4].content")] == "error", sev
     assert sev[("ride", "messages[4].content")] == "error", sev
+    # the rule reads the row's own words: a base contract that does not trust them fails the shared address too
+    strict = run_checks(str(tmp_path / "d"), _with_pii_options(tmp_path, triage_contract, stand_ins="error"),
+                        checks=["pii"], workers=1, progress=False).results[0].findings
+    shared = next(f for f in strict if f.row_id == "tri-shared" and f.field == "messages[4].content")
+    assert shared.severity == "error" and "shared with someone" in shared.message, shared
