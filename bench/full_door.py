@@ -55,6 +55,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[50_000, 100_000, 200_000])
     ap.add_argument("--contract", type=Path, default=ROOT / "contracts" / "triage.yaml")
     ap.add_argument("--from-json", action="store_true", help="rewrite the .md from bench/results/full_door.json")
+    ap.add_argument("--add", action="store_true",
+                    help="measure only --sizes and add them to the sizes already in bench/results/full_door.json")
     args = ap.parse_args()
     if args.from_json:
         results = json.loads((ROOT / "bench" / "results" / "full_door.json").read_text())
@@ -68,7 +70,8 @@ def main() -> None:
     if args.data is None:
         ap.error("--data is required (or --from-json)")
     tmp = Path(tempfile.mkdtemp(prefix="full_door_"))
-    rows: list[dict] = []
+    earlier = json.loads((ROOT / "bench" / "results" / "full_door.json").read_text()) if args.add else {}
+    rows: list[dict] = [r for r in earlier.get("rows", []) if r["rows"] not in args.sizes]
     for n in sorted(args.sizes):
         d = tmp / f"n{n}"
         d.mkdir()
@@ -83,6 +86,7 @@ def main() -> None:
         print(f"{n:>9,} rows  {res['cpu_s']:8.1f} CPU s  {res['wall_s']:7.1f} wall s  {res['rows_per_cpu_s']:7.1f} "
               f"rows/CPU-s  peak RSS {res['peak_rss_mb']} MB", flush=True)
         (d / "train.jsonl").unlink()
+    rows.sort(key=lambda r: r["rows"])
     slope, fixed = _fit([r["rows"] for r in rows], [r["cpu_s"] for r in rows])
     mb_per_row, mb_fixed = _fit([r["rows"] for r in rows], [r["peak_rss_mb"] for r in rows])
     results = {"benchmark": "full_door", "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -90,7 +94,10 @@ def main() -> None:
                "contract": str(args.contract.relative_to(ROOT)), "rows": rows,
                "fit": {"cpu_s_per_row": slope, "fixed_cpu_s": fixed, "cpu_s_at_1m": fixed + slope * 1_000_000,
                        "rss_mb_per_row": mb_per_row, "rss_mb_at_1m": mb_fixed + mb_per_row * 1_000_000},
-               "command": " ".join(sys.argv)}
+               "command": " ".join(sys.argv), "notes": earlier.get("notes", "")}
+    if earlier:  # each size keeps the date and command that measured it
+        before = {k: earlier[k] for k in ("date", "command", "load_average")}
+        results["earlier"] = [*earlier.get("earlier", []), before]
     (ROOT / "bench" / "results" / "full_door.json").write_text(json.dumps(results, indent=2) + "\n")
     write_md(results)
 
@@ -121,12 +128,19 @@ def write_md(results: dict) -> None:
            "| check | " + " | ".join(f"{r['rows']:,} rows" for r in rows) + " |",
            "|---|" + "---:|" * len(rows)]
     md += [f"| {c} | " + " | ".join(str(r["checks"].get(c, "")) for r in rows) + " |" for c in names]
+    for e in results.get("earlier", []):
+        md += ["", f"Sizes measured before: {e['date']}, load average {e['load_average'][0]:.1f} at the end:", "",
+               f"    {e['command']}"]
+    measured = any(r["rows"] >= 1_000_000 for r in rows)
     md += ["", f"Linear fit of CPU seconds on rows: {slope * 1000:.2f} CPU s per 1,000 rows plus {fixed:.1f} s fixed; "
-           f"**1M rows: about {at_1m:,.0f} CPU s** ({at_1m / 3600:.1f} CPU hours; {at_1m / 3600 / 2:.1f} h wall on "
-           "2 cores if the workers keep both busy). An extrapolation from the sizes above, not a 1M-row run.", "",
+           f"**1M rows: {at_1m:,.0f} CPU s by the fit** ({at_1m / 3600:.1f} CPU hours; {at_1m / 3600 / 2:.1f} h wall "
+           "on 2 cores if the workers keep both busy). "
+           + ("The 1M-row line above is a run, not an extrapolation." if measured
+              else "An extrapolation from the sizes above, not a 1M-row run."), "",
            f"Peak RSS grows with the rows too: {fit['rss_mb_per_row'] * 1000:.1f} MB per 1,000 rows, about "
-           f"{fit['rss_mb_at_1m']:,.0f} MB at 1M rows by the same fit. Which check's state holds it was not "
-           "measured here; until it is, a 1M-row check of the whole door needs a machine with that much memory.", ""]
+           f"{fit['rss_mb_at_1m']:,.0f} MB at 1M rows by the same fit (peak RSS of the largest single process).", ""]
+    if results.get("notes"):
+        md += [results["notes"].rstrip(), ""]
     (out_dir / "full_door.md").write_text("\n".join(md))
 
 

@@ -504,8 +504,10 @@ _LISTING_BEFORE = re.compile(
     + r"|\b(?:called|named)"
     # an option the model offers from what a search returned: "How about 1 Rue Bayard?", "One of them is ...",
     # "May I suggest ...", "There's one with a rating of 4.5 at ...", "One stay ... is there at ..."
-    r"|\b(?:how|what)\s+about(?:\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in))?|\bwhat\s+do\s+you\s+think\s+(?:about|of)|\b(?:one|another)(?:\s+of\s+them)?\s+is"
-    r"|\b(?:suggest|recommend)|\b(?:there(?:'s|\s+is)|found|have|got)\s+one\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in)|\bis\s+there\s+(?:at|on|in))"
+    r"|\b(?:how|what)\s+about(?:\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in))?"
+    r"|\bwhat\s+do\s+you\s+think\s+(?:about|of)|\b(?:one|another)(?:\s+of\s+them)?\s+is|\b(?:suggest|recommend)"
+    r"|\b(?:there(?:'s|\s+is)|found|have|got)\s+one\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in)"
+    r"|\bis\s+there\s+(?:at|on|in))"
     # a house number the recogniser left outside its span ("located in 1 | Rue Bayard", "at 100-| 15 Ditmars")
     r"[\s:,]*(?:number\s+)?(?:\d+[A-Za-z]?(?:[/-]\d+)?\s+|\d+[/-])?$")
 _PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|your|his|her)\b|\b(?!(?:what|that|it|where|here|there|who|he|she|let"
@@ -536,8 +538,8 @@ def listed_contact(text: str, start: int, end: int) -> bool:
     details of restaurants, salons, hotels and homes for rent a service returned; on 1,200 Schema-Guided Dialogue
     rows they were 929 pii errors (and linked 900 names and places more), none of them anyone's. The sentence must
     not tie the value to a person ("my", "your", "his", "Jessica's number") nor say someone lives there; the
-    caller asks only for the
-    assistant's turns, so a user who gives their own address or number still fails the gate."""
+    caller asks only for the assistant's turns, so a user who gives their own address or number still fails the
+    gate."""
     before = _clause_before(text, start)
     # "Your appointment is made and their address is" is the place's; searched from a position, not a slice, so
     # "Another house" holds no "her"
