@@ -411,7 +411,14 @@ _INTRODUCED = re.compile(
 #: Vicuna"), not a person.
 _SELF_NAMED = re.compile(r"(?i)(?:\bname\s*(?:is\b|:)|\b(?:I\s+am|I'm|this\s+is|call\s+me)\b)[\s,:!.\-]*$")
 #: The same after the name: "X from our office", "X, my landlord", "X (our accountant)".
-_RELATED_AFTER = re.compile(r"(?i)[\s,(]*(?:(?:from|at|of|in)\s+(?:our|my)\b|(?:my|our)\s+" + _RELATION + r"\b)")
+#: "in my" only for a group ("X in our team"): "Bad Habit by Ben Platt in my bedroom" ties no one to the writer.
+_RELATED_AFTER = re.compile(r"(?i)[\s,(]*(?:(?:from|at|of)\s+(?:our|my)\b|in\s+(?:our|my)\s+(?:team|office|company|"
+                            r"department|group|class|family|lab|unit)\b|(?:my|our)\s+" + _RELATION + r"\b)")
+
+
+def _names_a_thing(text: str, start: int) -> bool:
+    """"The salon name is Bateau Hair Salon", "It's name is La Hacienda": a place's name, no introduction."""
+    return bool(_THING_NAMED.search(text, max(0, start - 40), start))
 
 
 def names_a_person(text: str, start: int, end: int, *, model_speaks: bool = False) -> bool:
@@ -427,7 +434,8 @@ def names_a_person(text: str, start: int, end: int, *, model_speaks: bool = Fals
     """
     for s in _list_starts(text, start):
         window = max(0, s - 40)
-        if _INTRODUCED.search(text, window, s) and not (model_speaks and _SELF_NAMED.search(text, window, s)):
+        if (_INTRODUCED.search(text, window, s) and not (model_speaks and _SELF_NAMED.search(text, window, s))
+                and not _names_a_thing(text, s)):
             return True
     return bool(_RELATED_AFTER.match(text, end, min(len(text), end + 40)))
 
@@ -479,22 +487,31 @@ def given_as_example(text: str, start: int) -> bool:
 
 # ------------------------------------------------------------------------------------------------------ listings
 
+#: A thing's name given: "the salon name is", "the restaurant's name is" (see `_INTRODUCED`).
+_THING_NAMED_WORDS = r"(?:its|it's|it’s|their)"
 #: What a place's listing says before its address or number: "located at", "held at", "its address is", "the
 #: contact number for the hotel is", "you can reach them at", "they are at", "a house with a rating of 4.3 at".
 _VENUE = (r"(?:house|home|apartment|apartments|flat|property|condo|restaurant|cafe|caf\u00e9|bar|hotel|motel|hostel|"
           r"salon|spa|venue|store|shop|office|clinic|dentist|doctor|hospital|pharmacy|museum|theater|theatre|cinema|"
           r"park|stadium|arena|gym|studio|gallery|church|school|library|bank|station|airport|company|business|"
-          r"agency|center|centre|mall|market|branch|place|attraction|event|show|concert|game|festival|room)"
+          r"agency|center|centre|mall|market|branch|place|attraction|event|show|concert|game|festival|room|"
+          r"reservation|booking|stay|practice|residence)"
           r"(?:s|es)?")
 #: A business, never a dwelling or a part of one: a name beside an address ("the hotel 45 Park Lane", "the 45 Park
 #: Lane hotel") makes it the business's; "Home: 12 Oak Road" or "12 Oak Road apartment 4" stays someone's.
 _BUSINESS = r"(?!(?:home|house|apartment|flat|property|condo|office|place|room|studio|branch)(?:s|es)?\b)" + _VENUE
+_THING_NAMED = re.compile(r"(?i)\b(?:" + _THING_NAMED_WORDS + r"|" + _BUSINESS + r"(?:'s)?)\s+name\s*(?:is\b|:)"
+                          r"[\s,:!.\-]*$")
 _LISTING_BEFORE = re.compile(
     r"(?i)(?:\b(?:located|situated|based|held|hosted|headquartered|found)\s+(?:at|on|in)"
-    r"|\b(?:their|its|the(?:\s+" + _VENUE + r"(?:'s)?)?)\s+(?:(?:main|contact|phone|telephone|street|office|business|"
-    r"front\s+desk|venue|exact|full)\s+)*(?:number|phone|address|location)(?:\s+[^.!?\n]{0,30}?)?\s+(?:is|are|:)"
-    r"(?:\s+listed\s+as)?"
-    r"|\b(?:reach|call|contact|find|locate|visit|phone|ring)\s+(?:them|it)\b[^.!?\n]{0,20}?\b(?:at|on|by)"
+    r"|\b(?:their|its|it's|the(?:\s+" + _VENUE + r"(?:'s)?)?)\s+(?:(?:main|contact|phone|telephone|street|office|"
+    r"business|front\s+desk|venue|exact|full|direct)\s+)*(?:number|phone|telephone|line|address|location)"
+    r"(?:\s+[^.!?\n]{0,30}?)?\s+(?:is|are|:)"
+    r"(?:\s+(?:listed\s+as|as\s+follows:?))?"
+    # the same with no article, opening the clause: "Contact number is 408-226-5822."
+    r"|^\s*(?:(?:main|contact|phone|telephone)\s+)*(?:number|phone|address)\s+(?:is|:)"
+    r"|\b(?:reach|call|contact|find|locate|visit|phone|ring|get)\s+(?:them|it|the\s+" + _BUSINESS + r")\b"
+    r"[^.!?\n]{0,20}?\b(?:at|on|by)"
     r"(?:\s+the\s+(?:phone\s+)?number)?"
     r"|\b(?:they|it)\s+can\s+be\s+(?:called|reached|contacted|found)\s+(?:at|on)"
     r"|\b(?:the\s+)?(?:phone|number\s+to\s+call)\s+is"
@@ -506,25 +523,63 @@ _LISTING_BEFORE = re.compile(
     # "May I suggest ...", "There's one with a rating of 4.5 at ...", "One stay ... is there at ..."
     r"|\b(?:how|what)\s+about(?:\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in))?"
     r"|\bwhat\s+do\s+you\s+think\s+(?:about|of)|\b(?:one|another)(?:\s+of\s+them)?\s+is|\b(?:suggest|recommend)"
+    r"|\b(?:(?:the\s+)?first(?:\s+one|\s+up)?|next(?:\s+up)?)\s+is"
     r"|\b(?:there(?:'s|\s+is)|found|have|got)\s+one\b(?:[^.!?\n]|\.(?=\S)){0,40}?\b(?:at|on|in)"
-    r"|\bis\s+there\s+(?:at|on|in))"
+    # what the model has to offer: "I have 1 Kensington Street", "I have a 3.7 at ...", "I've found 45 Park Lane",
+    # "One great one is Heron Court at ...", "One with 2 bedrooms ... at ..."
+    r"|\b(?:I\s+have|I've|we\s+have|we've)(?:\s+(?:also\s+)?found)?(?:\s+(?:a|an)\b(?:[^.!?\n]|\.(?=\S)){0,30}?"
+    r"\b(?:at|on|in))?|\b(?:I|we)\s+found(?:\s+(?:this|the|an?)\s+address:?|\s+this\s+one\s+(?:at|on|in))?"
+    r"|\bat\s+(?:the\s+street\s+)?address|\b(?:the\s+)?(?:first|second|next|last)\s+one\s+is\s+(?:at|on|in)"
+    r"|^\s*there\s+also|\bthere(?:'s|\s+is|\s+are)(?:\s+also)?\s*$"
+    # an event's venue: "It will start at 6:30 pm at ...", "It will be at ... on March 11th"
+    r"|\b(?:it|they)\s+(?:will\s+(?:start|be|begin|take\s+place)|starts|begins|takes\s+place)\b[^.!?\n]{0,25}?"
+    r"\b(?:at|on|in)"
+    r"|^\s*(?:one|another)\b(?:[^.!?\n]|\.(?=\S)){0,60}?\b(?:at|on|in)"
+    r"|\bis\s+there\s+(?:at|on|in)"
+    # what a search found, described: "There is a nice 3 bed, 2 bath in Amber Court @ ..."
+    r"|\bthere(?:'s|\s+is|\s+are)\s+(?:a|an)\b(?:[^.!?\n]|\.(?=\S)){0,50}?(?:\b(?:at|on|in)|@)"
+    # a booked event's venue: "Your seats are confirmed. Enjoy it at ...", "the theatre is Century 20 Great Mall"
+    r"|\benjoy\b[^.!?\n]{0,30}?\b(?:at|in)|\bthe\s+" + _BUSINESS + r"\s+is\s+(?:(?-i:[A-Z])[\w'&-]*\s+){0,3}"
+    r")"
     # a house number the recogniser left outside its span ("located in 1 | Rue Bayard", "at 100-| 15 Ditmars")
     r"[\s:,]*(?:number\s+)?(?:\d+[A-Za-z]?(?:[/-]\d+)?\s+|\d+[/-])?$")
-_PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|your|his|her)\b|\b(?!(?:what|that|it|where|here|there|who|he|she|let"
-                              r"|how|which|this)'s)[a-z]+'s\s+(?:\w+\s+)?(?:number|phone|address)")
+#: Whose the value is, in the words before it: the writer's or a third person's ("my", "our", "his", "her",
+#: "Jessica's number"), or the reader's home, number or people ("your address", "your friend's house"). "Your" about
+#: anything else is the booking the model is talking about ("you got your rooms, the number to call is ...", "10
+#: hotels of your choice and 45 Park Lane is one among them").
+_YOURS = (r"\byour\s+(?:(?!(?:their|its|the|a|an|destination|pickup|pick-up|drop-off|dropoff|delivery)\b)"
+          r"[\w'-]+\s+)??(?:home|house|apartment|flat|place|address|number|"
+          r"phone|location|residence|door|" + _RELATION + r")(?:s|es|'s)?\b")
+#: ...where a place's own ("the hotel's phone number", "the venue's address") is the listing's.
+_PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|his|her)\b|" + _YOURS + r"|\b(?!(?:what|that|it|where|here|there|who"
+                              r"|he|she|let|how|which|this|" + _VENUE + r")'s)[a-z]+'s\s+(?:\w+\s+)?"
+                              r"(?:number|phone|address)")
 
 
 #: The listing after the value: "+61 2 8889 7700 is their phone number".
 _LISTING_AFTER = re.compile(r"(?i)[\s.,]*(?:(?:is|are)\s+(?:their|its)\s+(?:\w+\s+){0,2}(?:number|phone|address)"
                             r"|there(?:'s|\s+is)\s+(?:one|a|an)\b|is\s+one\s+(?:of|among)\s+them\b"
                             # a rated listing: "1006 Spring Street has a 3.9 rating", "... with a 4.5 star rating"
-                            r"|(?:has|with)\s+(?:a|an)\s+(?:[\w.-]+\s+){0,3}(?:rating|stars?)\b"
+                            r"|(?:has|with)\s+(?:a\s+|an\s+)?(?:[\w.-]+\s+){0,3}(?:rating|stars?)\b"
+                            # "Aegena at ... is a good one", "... is one I highly recommend"
+                            r"|is\s+(?:a|the)\s+(?:\w+\s+){0,2}one\b|is\s+one\s+I\b"
+                            # "... is the address and it cost", "... offers 2 bed rooms", "... also looks nice"
+                            r"|is\s+the\s+(?:street\s+)?address\b|offers\s+\d+\s+(?:bed|bath|rooms?\b)"
+                            r"|(?:also\s+)?looks\s+(?:nice|good|great)\b|(?:is\s+)?rated\s+(?:at\s+)?\d"
+                            # "45 Park Lane, a 5 star hotel", "..., and the rating is 4.2"
+                            r"|,\s*(?:a|an)\s+(?:[\w.-]+\s+){0,3}" + _BUSINESS
+                            + r"\b|(?:,\s*)?and\s+the\s+rating\s+is\b"
+                            # a home for rent described: "It's 18 Clark avenue and has 3 bedrooms", "... at 100
+                            # Chilpancingo Parkway is the one with 3 bed rooms"
+                            r"|is\s+the\s+one\b|(?:and\s+)?(?:has|have|with)\s+\d+\s+(?:bed|bath|rooms?\b)"
                             # "the 45 Park Lane hotel", "45 Park Lane is a great place"
-                            r"|" + _BUSINESS + r"\b|(?:is|was)\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}" + _VENUE + r"\b)")
+                            r"|" + _BUSINESS + r"\b|(?:is|was)\s+(?:a|an|the)\s+(?:[\w.-]+\s+){0,3}" + _VENUE + r"\b)")
 
 
 #: Someone's home in the clause: "the house where Tom lives, at ..." is his address, not a listing.
-_LIVES = re.compile(r"(?i)\b(?:live[sd]?|living|reside[sd]?|residing)\b")
+#: A bare "live" or "living" only before where: "live music", "a living room" say nothing of anyone's home.
+_LIVES = re.compile(r"(?i)\b(?:lives|lived|reside[sd]?|residing)\b"
+                    r"|\b(?:live|living)\s+(?:in|at|on|with|there|here|near|by|nearby|next)\b")
 
 
 def listed_contact(text: str, start: int, end: int) -> bool:
@@ -550,15 +605,25 @@ def listed_contact(text: str, start: int, end: int) -> bool:
 
 #: A user asking for a place's contact details: "What is their phone number?", "Tell me the address.", "Can I get
 #: a contact number?", "What number do I have to call?"
-_ASKS_LISTING = re.compile(r"(?i)\b(?:phone|number|digits|address|contact|location"
-                           r"|where\s+(?:is|are)\s+(?:it|they|the))\b")
+_ASKS_LISTING = re.compile(r"(?i)\b(?:phone|number|digits|ad+res+|contact|location"
+                           r"|where(?:'s|\s+is|\s+are|\s+was)?\s+(?:it|they|the|that|this|those|these|their|its)"
+                           r"|where\s+at"
+                           r"|where\s+(?:will|can|do|should)\s+(?:I|we)\s+find\s+(?:it|them|the))\b")
 #: A question written without its question mark: "Whats their number and address".
-_UNMARKED_QUESTION = re.compile(r"(?i)(?:what|what's|whats|where|where's|wheres|how)\b")
+#: ...or a request in a few words: "phone number for me", "the address please".
+_UNMARKED_QUESTION = re.compile(r"(?i)(?:what|what's|whats|where|where's|wheres|how"
+                                r"|(?:the\s+|their\s+|its\s+)?(?:phone|number|address|contact))\b")
+#: The user naming the place whose details they ask for: "the phone number of this property for my reference":
+#: a "my" elsewhere in that sentence is the purpose, not whose the number is.
+_OF_A_PLACE = re.compile(r"(?i)\b(?:phone|number|address|location|contact)\b[^.!?\n]{0,20}?\b(?:of|for)\s+"
+                         r"(?:this|that|the)\s+(?:" + _BUSINESS + r"|property|properties)\b"
+                         r"|\b(?:their|its)\s+(?:\w+\s+)?(?:phone|number|address|contact|line)\b")
 
 
 #: ...or requesting them: "Give me the phone number", "let me know their phone number", "I need their address".
-_REQUESTS_LISTING = re.compile(r"(?i)\b(?:give|tell|share|send|get|need|know|have)\b[^.!?\n]{0,30}\b(?:their|its|the)"
-                               r"\s+(?:\w+\s+)?(?:phone|number|address|contact)")
+_REQUESTS_LISTING = re.compile(r"(?i)\b(?:give|tell|share|send|get|need|know|have|provide)\b[^.!?\n]{0,30}\b"
+                               r"(?:(?:their|its|the)\s+(?:\w+\s+)?(?:phone|number|address|contact)"
+                               r"|(?:me|us)\s+(?:the\s+)?(?:phone|number|address|contact))")
 
 
 #: One sentence of a user's turn, with its closing mark.
@@ -572,7 +637,12 @@ def _asks_about_a_place(asked: str, value: str, asks: Callable[[str], bool]) -> 
     assistance. Can you get me a cab to go there?" the "your" thanks the model."""
     if not asked or value.strip(" .,") in asked:
         return False
-    return any(asks(s) and not _PERSONAL_BEFORE.search(s) for s in _SENTENCE.findall(asked))
+    return any(asks(s) and (bool(_OF_A_PLACE.search(s)) or not _PERSONAL_BEFORE.search(_COMPANIONS.sub("", s)))
+               for s in _SENTENCE.findall(asked))
+
+
+#: Who rides along: "a cab to reach there with my friends" says whom the user travels with, not whose the place is.
+_COMPANIONS = re.compile(r"(?i)\b(?:with|(?:me|us)\s+and)\s+(?:my|our|his|her)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+")
 
 
 def _asks_listing(sentence: str) -> bool:
@@ -590,9 +660,21 @@ def asks_for_listing(asked: str, value: str) -> bool:
 
 
 #: A user sending the model "there": to a place already named in the dialogue ("I need a cab to go there", "Can you
-#: get me a ride there?").
-_GOES_THERE = re.compile(r"(?i)\b(?:go|get|going|ride|cab|taxi|take\s+(?:me|us)|travel|head(?:ing)?)\b[^.!?\n]{0,40}"
-                         r"\bthere\b")
+#: get me a ride there?", "How do I get there?"; not "get me an appointment there").
+_GOES_THERE = re.compile(r"(?i)\bget\s+(?:me\s+|us\s+)?there\b"
+                         r"|\b(?:go|going|ride|cab|taxi|car|take\s+(?:me|us)|travel|head(?:ing)?)\b[^.!?\n]{0,40}"
+                         r"(?:\bthere\b|\b(?:to|visit|for)\s+(?:the|this|that)\s+(?:" + _BUSINESS
+                         + r"|apartments?|propert(?:y|ies)|condos?|appointment|movie|film|match|destination)\b"
+                         r"|\bfor\s+(?:the|that)\s+appointment\b)")
+
+
+def wants_to_go_there(turn: str) -> bool:
+    """True when a sentence of the user's `turn` asks for a ride to a place the dialogue found ("Can you get me a
+    cab to go there?", "I need a ride to the restaurant", "a cab for the appointment") and ties it to no person.
+    Why: the model often asks how many seats first and names the address turns later ("Is your destination 600
+    Redwood Highway?"); it is the found place's all the same."""
+    return any(_GOES_THERE.search(s) and not _PERSONAL_BEFORE.search(_COMPANIONS.sub("", s))
+               for s in _SENTENCE.findall(turn))
 
 
 def goes_there(asked: str, value: str) -> bool:
@@ -611,12 +693,64 @@ _SHARING = re.compile(r"(?i)(?<!ride\s)\b(?:shar(?:e|es|ed|ing)\b(?!\s+(?:a\s+)?
                       r"|send(?:ing)?\s+(?:the\s+)?(?:location|address)\b)")
 
 
+def offers_to_share(text: str, start: int, end: int) -> bool:
+    """True when the model's question offers the value as the one to share: "Which address do you want me to share?
+    57 North Milpitas Boulevard, KLIA International Airport or somewhere else?", "What address to be shared, 1047
+    Lincoln Highway suite 101?". Why: the model offers what its search found (Schema-Guided Dialogue); the caller
+    asks only for a value no earlier user turn gave, so a model repeating the user's own address in a question
+    ("Could you confirm that you're sharing 1512 Locust Street with Amy?") still fails the gate."""
+    left = text[max(0, start - _WINDOW):start]
+    cuts = [m.end() for m in _CLAUSE_END.finditer(left)]
+    before = left[cuts[-2] if len(cuts) > 1 else 0:]  # the sentence before the value's, and its own start
+    after = re.search(r"[.!?\n]", text[end:])
+    return (bool(after) and after.group() == "?" and bool(_SHARING.search(before))
+            and not _PERSONAL_BEFORE.search(before))
+
+
+def names_no_owner(text: str, start: int) -> bool:
+    """True when nothing in the sentence before the value ties it to a person ("my", "his", "your friend's house",
+    "Tom lives"). Why: a value that is a place's by the dialogue around it (an earlier turn listed it, the user
+    asked "Where is it?") is still someone's where the sentence says so: "a shared ride for 2 to 485 Castro
+    Street" after the model found the restaurant there is the restaurant's address, "a ride to my friend's place at
+    485 Castro Street" is not."""
+    before = _clause_before(text, start)
+    return not (_PERSONAL_BEFORE.search(before) or _LIVES.search(before))
+
+
+def share_recipient(text: str, value: tuple[int, int], name: tuple[int, int]) -> bool:
+    """True when the name at span `name` is whom the value at span `value`, a few words away, is shared with:
+    "share the location 960 Moraga Road #1 to Keith", "share with Tyler the address ...". Why: the shared address
+    locates its place (or the writer), not the recipient, so it links no given name to anyone (Schema-Guided
+    Dialogue: the contacts' first names were errors beside every shared address)."""
+    (first, first_end), (second, _) = sorted((value, name))
+    gap = text[first_end:second]  # a few words: "... #1 to ", " the address "; never a clause about the name
+    if len(gap) > 25 or _CLAUSE_END.search(gap) or _LIVES.search(gap) or _PERSONAL_BEFORE.search(gap):
+        return False
+    return (bool(_SHARING.search(_clause_before(text, first) + text[first:second]))
+            and bool(re.search(r"(?i)\b(?:with|to)\s+$", text[:name[0]])))
+
+
+#: The user sharing a found place's address in the words of the request: "share the address for this place with
+#: Betty. So, the address that I want shared is ...", "can you just share their address with Denise, It's ...".
+_SHARES_A_PLACE = re.compile(r"(?i)\b(?:share|send)\b[^.!?\n]{0,30}?\b(?:(?:their|its)\s+(?:address|location)|"
+                             r"(?:address|location)\s+(?:of|for)\s+(?:this|that|the)\s+(?:place|" + _BUSINESS
+                             + r")\b)")
+
+
+def shares_a_place(turn: str, start: int) -> bool:
+    """True when the user's turn, before the address at `start`, asks to share a place's address ("their address",
+    "the address for this place") and nothing in the address's sentence ties it to a person. Why: the user then
+    types the address of the place the model found (Schema-Guided Dialogue); "share my address" stays theirs."""
+    return bool(_SHARES_A_PLACE.search(turn, 0, start)) and names_no_owner(turn, start)
+
+
 def shares_it(text: str, start: int) -> bool:
-    """True when the sentence before `start` shares a place with someone. Why: a messaging tool's "share location"
-    sends the address of a place the model found (Schema-Guided Dialogue: 8 of 31 false pii errors); the caller
-    asks it only for an address an earlier turn read out as a place's listing, so a user sharing an address of
-    their own, never listed, still fails the gate."""
-    return bool(_SHARING.search(_clause_before(text, start)))
+    """True when the turn, before `start`, shares a place with someone ("To confirm, you'd like to share an address
+    with Betty. This address is, ..."). Why: a messaging tool's "share location" sends the address of a place the
+    model found (Schema-Guided Dialogue: 8 of 31 false pii errors); the caller asks it only for an address an
+    earlier turn read out as a place's listing, so a user sharing an address of their own, never listed, still
+    fails the gate."""
+    return bool(_SHARING.search(text, max(0, start - _WINDOW), start))
 
 
 #: Mailboxes that stand for "someone" in documentation and tests, on a domain nobody's mail goes to.

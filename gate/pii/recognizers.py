@@ -159,10 +159,13 @@ _UNIT_WORD = r"(?i:apt|apartment|suite|ste|unit|flat|floor|fl|piso|puerta|appart
 _UNIT = r"(?:,?[ \t]*\n?[ \t]*" + _UNIT_WORD + r"\.?[ \t]*#?\d+[A-Za-z]?)?"
 #: After a house number: not a unit of time or measure, which makes the number a count ("1 year", "3 km").
 _NOT_A_COUNT = (r"(?![ \t]*(?i:years?|yrs?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|"
-                r"percent|per[ \t]+cent|km|kg|cm|mm|miles?|points?|pieces?|people|persons?)\b|[ \t]*%)")
+                r"percent|per[ \t]+cent|km|kg|cm|mm|miles?|points?|pieces?|people|persons?|rooms?|nights?|seats?|"
+                r"tickets?)\b|[ \t]*%)")
 #: After a house number: not a venue's word, which makes the words a name ("1 Hotel Brooklyn Bridge", "21 Club").
 _NOT_A_VENUE = (r"(?!(?:Hotels?|Motel|Inn|Hostel|Restaurants?|Caf[eé]|Bar|Pub|Salon|Spa|Studios?|Gym|Cinemas?|"
                 r"Theat(?:er|re)s?|Museum|Gallery|Club)\b)")
+#: Before a house number: not a cinema chain, whose number counts screens ("Century 25 Union Landing", "AMC 16").
+_NOT_A_SCREEN_COUNT = r"(?<!Century )(?<!Cinemark )(?<!AMC )(?<!Regal )(?<!Cineplex )"
 _UK_POSTCODE = r"[A-Z]{1,2}\d[A-Z\d]?[ \t]+\d[A-Z]{2}"
 _TOWN = (r"(?:,?[ \t]*\n?[ \t]*(?:\d{4,5}|[A-Z]{1,2}-\d{4,5}),?[ \t]+" + _NAME + r"(?:[ \t]+" + _NAME + r")?"
          r"|,?[ \t]*\n?[ \t]*" + _NAME + r"(?:[ \t]+" + _NAME + r")?,[ \t]+(?:[A-Z]{2}[ \t]+)?\d{5}(?:-\d{4})?"
@@ -179,8 +182,11 @@ def street_address_patterns_recognizer(language: str = "en") -> EntityRecognizer
     """
     from presidio_analyzer import Pattern, PatternRecognizer
 
-    # the stem has 3 letters or more ("During 1" is no "Du-ring") and the number is no count ("Jenilia 1 year ago")
-    compound = (r"\b[A-ZÀ-ÞĀ-Ž][\w'’\-]{2,}(?i:" + _COMPOUND_SUFFIX + r")[ \t]+\d{1,5}[a-zA-Z]?\b" + _NOT_A_COUNT
+    # the stem has 3 letters or more ("During 1" is no "Du-ring"), a "-ring" street's stem ends in a consonant
+    # ("Kaiserring", "Hohenzollernring"; "Securing 1 room" is a verb) and the number is no count ("Jenilia 1 year
+    # ago")
+    compound = (r"\b(?![\w'’\-]*[aeiouy]ring\b)[A-ZÀ-ÞĀ-Ž][\w'’\-]{2,}(?i:" + _COMPOUND_SUFFIX
+                + r")[ \t]+\d{1,5}[a-zA-Z]?\b" + _NOT_A_COUNT
                 + _UNIT + _TOWN)
     romance_type = r"(?i:" + _ROMANCE_TYPE + r")"
     romance_name = _PARTICLE + r"*" + _NAME + r"(?:[ \t]+(?:" + _PARTICLE + r")*" + _NAME + r"){0,3}"
@@ -188,8 +194,8 @@ def street_address_patterns_recognizer(language: str = "en") -> EntityRecognizer
                      r"\d{1,5}[a-zA-Z]?\b" + _UNIT + _TOWN)
     romance_before = (r"\b\d{1,5}(?:[ \t]?(?:bis|ter))?,?[ \t]+" + romance_type + r"[ \t]+" + romance_name
                       + _UNIT + _TOWN)
-    english = (r"\b\d{1,5}[A-Za-z]?,?[ \t]+" + _NOT_A_VENUE + r"(?:" + _NAME + r"\.?[ \t]+){1,3}(?:" + _EN_TYPE
-               + r")\b\.?" + _UNIT + _TOWN)
+    english = (_NOT_A_SCREEN_COUNT + r"\b\d{1,5}[A-Za-z]?,?[ \t]+" + _NOT_A_VENUE + r"(?:" + _NAME + r"\.?[ \t]+){1,3}"
+               r"(?:" + _EN_TYPE + r")\b\.?" + _UNIT + _TOWN)
     english_unit = (r"\b(?:" + _NAME + r"[ \t]+){1,3}(?:" + _EN_TYPE + r")\b\.?,?[ \t]*\n?[ \t]*"
                     r"(?i:apt|apartment|suite|ste|unit|flat)\.?[ \t]*#?\d+[A-Za-z]?" + _TOWN)
     unit_first = (r"\b(?:Flat|Apartment|Apt\.?|Unit|Studio|Suite)[ \t]+\d+[A-Za-z]?,?[ \t]*\n?[ \t]*"

@@ -514,11 +514,150 @@ def test_an_address_the_model_offers_from_a_search_is_a_listing(tmp_path, triage
     assert sev["yours"] == sev["lives"] == sev["there_mine"] == {"error"}, sev
 
 
+def _chat_row(rid: str, *turns: tuple[str, str]) -> dict:
+    """A triage row (id `tri-<rid>`) whose conversation after the system prompt is `turns`: (role, text) pairs."""
+    r = triage_row(0)
+    r["id"] = f"tri-{rid}"
+    r["messages"] = [r["messages"][0], *({"role": role, "content": text} for role, text in turns)]
+    return r
+
+
+def _severities(tmp_path: Path, contract, rows: list[dict], rules=("pii.ADDRESS", "pii.PHONE_NUMBER", "pii.LOCATION",
+                                                                    "pii.PERSON")) -> dict[str, set[str]]:
+    """Row key (`tri-` stripped) -> the severities of its findings of `rules`."""
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    findings = run_checks(str(tmp_path / "d"), contract, checks=["pii"], workers=1, progress=False).results[0].findings
+    sev: dict[str, set[str]] = {}
+    for f in findings:
+        if f.rule in rules:
+            sev.setdefault(f.row_id.removeprefix("tri-"), set()).add(f.severity)
+    return sev
+
+
+def test_a_found_place_described_offered_or_repeated_is_a_listing(tmp_path, triage_contract) -> None:
+    """Schema-Guided Dialogue after the listing rules above: 141 pii errors, 51 of them false the same ways. A home
+    for rent described ("There is a nice 3 bed, 2 bath ... @ ...", "It's 18 Clark avenue and has 3 bedrooms"), a
+    booked event's venue ("Enjoy it at ...", "the theatre is Landmark 20 Great Mall"), a "your" about the booking
+    ("you got your rooms, the number to call is ..."), an address the model offers to share that no user turn gave,
+    an answer to "phone number for me" or to "the phone number of this property for my reference". And a
+    contact's given name beside the address shared with them ("share ... 960 Moraga Road to Keith") was linked to
+    it; "It's name is La Hacienda" read as an introduction; "Securing 1 room" was a street ("Secu-ring 1").
+    The reader's own home or people ("your friend's house"), an address the user gave that the model offers back,
+    and a name the address belongs to still fail the gate."""
+    row, u, a = _chat_row, "user", "assistant"
+    rows = [
+        row("described", (u, "A house in Fremont?"),
+            (a, "There is a nice 3 bed, 2 bath in Amber Court @ 34050 Westchester Terrace. It is $3,500.")),
+        row("has_rooms", (u, "Anything cheaper?"),
+            (a, "Cloverdale Garden Apartments. It's 18 Clark Avenue and has 3 bedrooms. The rent is $4,050.")),
+        row("enjoy", (u, "Yes, book them."),
+            (a, "Your seats are confirmed. Enjoy it at 17 Eastern Parkway, Brooklyn.")),
+        row("theatre", (u, "Buy them."),
+            (a, "I have purchased the tickets and the theatre is Landmark 20 Great Mall.")),
+        row("your_rooms", (u, "Yes. I want the contact number too."),
+            (a, "you got your rooms, the number to call is +1 312-894-0800")),
+        row("your_choice", (u, "Hotels in London?"),
+            (a, "I have short listed 10 hotels of your choice and 45 Park Lane is one among them.")),
+        row("offered", (u, "Please share the location."),
+            (a, "What address to be shared, 1047 Lincoln Highway Suite 101?"), (u, "Yes, with Daniel."),
+            (a, "Please confirm: share the location 1047 Lincoln Highway Suite 101 with Daniel.")),
+        row("offered_back", (u, "The address is 1512 Locust Street."), (a, "Who with?"), (u, "Amy."),
+            (a, "Could you confirm that you're sharing the location 1512 Locust Street with Amy?")),
+        row("for_me", (u, "phone number for me"), (a, "213-626-1901 and no fee")),
+        row("of_property", (u, "I want to know the phone number of this property for my reference."),
+            (a, "Please note it down as 650-390-9450.")),
+        row("my_number", (u, "What is my phone number on file?"), (a, "It is 650-390-9450.")),
+        row("your_friend", (u, "Where is it?"), (a, "Your friend's house is located at 412 Birchwood Avenue.")),
+        row("recipient", (u, "Please share the location address 960 Moraga Road #1 to Keith Alder.")),
+        row("its_name", (u, "It's name is La Hacienda and I want the reservation at 2 pm.")),
+        row("securing", (u, "Checking in Monday."),
+            (a, "Please confirm: Securing 1 room at the Ac Hotel by Marriott Atlanta Buckhead at Phipps Plaza.")),
+    ]
+    write_jsonl(tmp_path / "d" / "train.jsonl", rows)
+    findings = run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1,
+                          progress=False).results[0].findings
+    sev: dict[str, set[str]] = {}
+    for f in findings:
+        if f.rule in ("pii.ADDRESS", "pii.PHONE_NUMBER", "pii.LOCATION"):
+            sev.setdefault(f.row_id.removeprefix("tri-"), set()).add(f.severity)
+    listed = ("described", "has_rooms", "enjoy", "theatre", "your_rooms", "your_choice", "offered", "for_me",
+              "of_property")
+    assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
+    assert (sev["offered_back"], sev["my_number"], sev["your_friend"]) == ({"error"},) * 3, sev
+    assert "securing" not in sev, sev
+    # the address shared stays an error; the recipient's name is no longer linked to it (a full name: an error
+    # only when something else links it), nor is a thing's name an introduction
+    names = {f.row_id.removeprefix("tri-"): f.severity for f in findings if f.rule == "pii.PERSON"}
+    assert sev["recipient"] == {"error"} and names.get("recipient") == "warning", (sev, names)
+    assert names.get("its_name") in (None, "warning"), names
+
+
+def test_listings_of_held_out_dialogue_and_rides_there_across_turns(tmp_path, triage_contract) -> None:
+    """Fresh draws of Schema-Guided Dialogue's train split (bench/results/real_data.md), each read after the rules
+    before it: listings worded without the earlier cues ("I have 1 Kensington Street, ..., Australia. It has a
+    4.2.", "45 Park Lane is a 4.7 star hotel", "Aegena at ... is a good one", "Contact number is ...", "Their direct
+    line is ...", "It will start at 6:30 pm at ...", "You can reach the practice at ..."), answers to "Where is
+    that?", "Please provide me with their number", "their contact number for my reference"; "live music" read as
+    someone living there; a cinema chain's screen count read as a house number ("Century 25 Union Landing"); a ride
+    the user asked for "there" turns before the model or the user named the address. A user who names a different
+    address after the model proposed one, a "her phone number", and the user's own destination still fail."""
+    row, u, a = _chat_row, "user", "assistant"
+    rows = [
+        row("i_have", (u, "A house in Sydney?"),
+            (a, "I have 1 Kensington Street, Chippendale New South Wales 2008, Australia. It has a 4.2.")),
+        row("star_hotel", (u, "A hotel there?"), (a, "I found 10. 45 Park Lane is a 4.7 star hotel.")),
+        row("with_rating", (u, "A hotel?"), (a, "Would you like 45 Park Lane with 4.7 rating?")),
+        row("good_one", (u, "Others?"), (a, "Aegena at 1290 San Tomas Aquino Road is a good one, rent $4,900.")),
+        row("as_follows", (u, "Tell me more."), (a, "The address of the venue is as follows 7000 Coliseum Way.")),
+        row("bare_label", (u, "Are pets allowed? Get me contact details."),
+            (a, "Yes, pets are allowed. Contact number is 408-226-5822.")),
+        row("practice", (u, "Rating?"), (a, "It has a 5.0 rating. You can reach the practice at 415-923-3128.")),
+        row("direct_line", (u, "Anything else?"), (a, "Their direct line is +61 2 9102 2828.")),
+        row("event_time", (u, "Details about the venue?"), (a, "It will start at 6:30 pm at 2500 Durant Ave.")),
+        row("live_music", (u, "Do they have live music? What is their contact number?"),
+            (a, "There is no live music but their phone number is 415-543-5100.")),
+        row("where_that", (u, "Where is that?"), (a, "1030 Main Street.")),
+        row("provide", (u, "Please provide me with their number"), (a, "20 7071 5029")),
+        row("my_reference", (u, "Get me their contact number for my reference."), (a, "It is 888-875-8439.")),
+        row("there_later", (u, "Can you get me a cab to go there?"), (a, "How many people?"), (u, "Two."),
+            (a, "Is your destination address 600 Redwood Highway?")),
+        row("to_the_place", (u, "I need a ride to the restaurant."), (a, "Is your destination 600 Redwood Highway?")),
+        row("user_gives_later", (u, "Could you find me a cab to get there?"), (a, "How many people?"),
+            (u, "There will be 2 of us, and we are going to 750 Tennant Station.")),
+        row("there_after", (u, "I need to go to 750 Tennant Station on a shared ride, i require a cab to go there.")),
+        row("share_theirs", (u, "Can you just share their address with Denise, It's 1502 Webster Street.")),
+        row("own_choice", (u, "Can you get me a cab there?"), (a, "A cab to 500 San Pablo Avenue, right?"),
+            (u, "No, I need to go to 1327 East Monte Vista Avenue.")),
+        row("her_number", (u, "Can I have her phone number?"), (a, "Her phone number is 707-251-3608.")),
+        row("own_ride", (u, "I want a ride to 5041 Geary Boulevard."),
+            (a, "Please confirm a ride to 5041 Geary Boulevard.")),
+    ]
+    sev = _severities(tmp_path, triage_contract, rows, rules=("pii.ADDRESS", "pii.PHONE_NUMBER", "pii.LOCATION"))
+    listed = ("i_have", "star_hotel", "with_rating", "good_one", "as_follows", "bare_label", "practice", "direct_line",
+              "event_time", "live_music", "where_that", "provide", "my_reference", "there_later", "to_the_place",
+              "user_gives_later", "there_after", "share_theirs")
+    assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
+    assert (sev["her_number"], sev["own_ride"]) == ({"error"},) * 2, sev
+    assert sev["own_choice"] == {"warning", "error"}, sev  # the model's proposal, then the user's own destination
+    # a cinema chain's screen count is no house number; a thing's name is no introduction, nor is a song's artist
+    # "in my bedroom" someone the writer knows
+    rows = [row("cinema", (u, "Showtimes?"), (a, "There's a show at 5 pm in Century 25 Union Landing & XD.")),
+            row("salon", (u, "The salon name is Bateau Hair Salon. I want the appointment at one pm.")),
+            row("artist", (u, "I want to listen to Bad Habit by Ben Platt in my bedroom."))]
+    names = _severities(tmp_path, triage_contract, rows)
+    assert "cinema" not in names, names
+    person = {f.row_id: f.severity for f in run_checks(str(tmp_path / "d"), triage_contract, checks=["pii"], workers=1,
+                                                       progress=False).results[0].findings if f.rule == "pii.PERSON"}
+    assert person == {"tri-artist": "warning", "tri-salon": "warning"}, person
+
+
 def test_a_listed_place_shared_with_a_contact_stays_a_listing(tmp_path, triage_contract) -> None:
     """A messaging tool's "share location" sends the address of a place the model found: "Meadowood Apartments
     located at 199 Aegean Way", then "share the location 199 Aegean Way with Jonathan" (Schema-Guided Dialogue: 7
-    pii errors on 1,200 rows, all false). An address the user shares that no turn read out as a listing still
-    fails the gate, and so does a shared ride to the listed place (a ride's destination is the rider's)."""
+    pii errors on 1,200 rows, all false). So does the ride the user asked for "there" each time the model confirms
+    it. An address the user shares or rides to that no turn read out as a listing, a ride the user books to the
+    listed place without pointing "there" (their destination: a reader labels it true), and a listed address the
+    sentence ties to a person ("your friend's place at ..."), still fail the gate."""
     listing = [{"role": "user", "content": "Find me a house to rent."},
                {"role": "assistant", "content": "Meadowood Apartments located at 199 Aegean Way is available."}]
     rows = {
@@ -528,6 +667,14 @@ def test_a_listed_place_shared_with_a_contact_stays_a_listing(tmp_path, triage_c
                 {"role": "assistant", "content": "Confirm: share the location 412 Birchwood Avenue with Jonathan."}],
         "ride": [*listing, {"role": "user", "content": "Get me a cab."},
                  {"role": "assistant", "content": "Please confirm a shared ride for 1 to 199 Aegean Way."}],
+        "friend": [*listing, {"role": "user", "content": "Share it with Jonathan."},
+                   {"role": "assistant", "content": "Share your friend's place at 199 Aegean Way with Jonathan?"}],
+        "there": [*listing, {"role": "user", "content": "Can you get me a cab to go there?"},
+                  {"role": "assistant", "content": "Is your destination 199 Aegean Way?"},
+                  {"role": "user", "content": "Yes, a shared ride is fine."},
+                  {"role": "assistant", "content": "Please confirm a shared ride for 1 to 199 Aegean Way."}],
+        "own_ride": [*listing, {"role": "user", "content": "Get me a cab to 412 Birchwood Avenue."},
+                     {"role": "assistant", "content": "Please confirm a shared ride for 1 to 412 Birchwood Avenue."}],
     }
     out = []
     for i, (rid, messages) in enumerate(rows.items()):
@@ -542,6 +689,9 @@ def test_a_listed_place_shared_with_a_contact_stays_a_listing(tmp_path, triage_c
     assert sev[("shared", "messages[4].content")] == "warning", sev
     assert sev[("own", "messages[3].content")] == "error" and sev[("own", "messages[4].content")] == "error", sev
     assert sev[("ride", "messages[4].content")] == "error", sev
+    assert sev[("friend", "messages[4].content")] == "error", sev
+    assert sev[("there", "messages[4].content")] == sev[("there", "messages[6].content")] == "warning", sev
+    assert sev[("own_ride", "messages[3].content")] == sev[("own_ride", "messages[4].content")] == "error", sev
     # the rule reads the row's own words: a base contract that does not trust them fails the shared address too
     strict = run_checks(str(tmp_path / "d"), _with_pii_options(tmp_path, triage_contract, stand_ins="error"),
                         checks=["pii"], workers=1, progress=False).results[0].findings

@@ -10,6 +10,7 @@ redacted.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from gate.contract import Contract
@@ -22,6 +23,19 @@ from gate.pii.config import QUASI_ENTITIES, PiiConfig, SecretConfig
 _PII, _SECRET = PiiConfig(), SecretConfig()  # the defaults the options schemas document (stdlib-only module)
 #: The message of a value read out from a place's listing (`PiiCheck._stand_in`).
 _LISTING = ", a place's address or number the assistant read out from a listing,"
+#: ... and of a place's address the model gives for the user's ride "there" (`gate.pii.context.goes_there`).
+_THERE = ", the address of a place found earlier, where the user asked to go,"
+
+
+@dataclass
+class _Seen:
+    """What the earlier turns of one row said (values as `_listed_key` writes them): the places' listings the model
+    read out, those of them the user asked to go to ("a cab to go there"), and the values the user's turns gave."""
+
+    listed: set[str] = field(default_factory=set)
+    there: set[str] = field(default_factory=set)
+    given: set[str] = field(default_factory=set)
+    going: bool = False  # a user turn asked for a ride "there", to the place found (`wants_to_go_there`)
 
 
 def _listed_key(value: str) -> str:
@@ -31,6 +45,12 @@ def _listed_key(value: str) -> str:
 
 #: What a place's listing gives: its street address and phone number (`gate.pii.context.listed_contact`).
 _LISTED_TYPES = frozenset({"ADDRESS", "PHONE_NUMBER"})
+
+
+def _sentence_at(text: str, end: int) -> str:
+    """The rest of the sentence that holds the value ending at `end`."""
+    stop = min((i for i in (text.find(c, end) for c in ".!?\n") if i >= 0), default=len(text))
+    return text[end:stop]
 
 
 def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[int, int, str]]]:
@@ -94,10 +114,10 @@ class _DetectorCheck(Check):
         default."""
         return "error", ""
 
-    def _stand_in(self, hit: Any, fh: Any, asked: str, listed: set[str]) -> str:
+    def _stand_in(self, hit: Any, fh: Any, asked: str, seen: _Seen) -> str:
         """Why the hit stands in for a value rather than being one, "" when it is one (it can then link the other
-        hits of its message to a person); `asked` is the user's turn right before its field, `listed` the values
-        earlier turns of the row read out as a place's listing (`_listed_key`). Never by default."""
+        hits of its message to a person); `asked` is the user's turn right before its field, `seen` what earlier
+        turns of the row said. Never by default."""
         return ""
 
     def map(self, batch: Batch) -> Any:
@@ -114,17 +134,26 @@ class _DetectorCheck(Check):
             rid = row.get("id") if isinstance(row.get("id"), str) else None
             texts += len(fields)
             asked = ""
-            listed: set[str] = set()
+            seen = _Seen()
             for fh in fields:
                 hits = [h for h in self._hits(fh) if self._scrub.hit_operator(h) != "keep"]
                 kept += len(self._hits(fh)) - len(hits)
                 if hits:
                     todo.append((line, rid, fh, hits))
-                    why = [self._stand_in(h, fh, asked, listed) for h in hits]
-                    listed.update(_listed_key(fh.text[h.start:h.end]) for h, w in zip(hits, why, strict=True)
-                                  if w == _LISTING)
+                    why = [self._stand_in(h, fh, asked, seen) for h in hits]
+                    for h, w in zip(hits, why, strict=True):
+                        if w in (_LISTING, _THERE):
+                            seen.listed.add(_listed_key(fh.text[h.start:h.end]))
+                        if w == _THERE:
+                            seen.there.add(_listed_key(fh.text[h.start:h.end]))
+                    if fh.role == "user":
+                        seen.given.update(_listed_key(fh.text[h.start:h.end]) for h in hits)
                     stand_ins.append(why)
                     in_field.append([h for h, w in zip(hits, why, strict=True) if not w])
+                if fh.role == "user" and not seen.going and self.name == "pii":
+                    from gate.pii.context import wants_to_go_there
+
+                    seen.going = wants_to_go_there(fh.text)
                 asked = fh.text if fh.role == "user" else ""
         snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
@@ -232,6 +261,11 @@ class PiiCheck(_DetectorCheck):
         tool's "e.g. '123 Main St'", `john.doe@example.com`), which links nothing either."""
         if stand_in:
             return self._stand_in_severity, stand_in
+        if hit.entity_type in self._quasi and linked:
+            from gate.pii.context import share_recipient
+
+            # "share the location 960 Moraga Road #1 to Keith": the address links nobody to Keith
+            linked = [h for h in linked if not share_recipient(fh.text, (h.start, h.end), (hit.start, hit.end))]
         if hit.entity_type not in self._quasi or any(h.entity_type not in self._quasi for h in linked):
             return "error", ""
         if hit.entity_type == "PERSON":
@@ -248,20 +282,27 @@ class PiiCheck(_DetectorCheck):
                 return "error", ""
         return "warning", ", alone: nothing in its message links it to a person,"
 
-    def _stand_in(self, hit: Any, fh: Any, asked: str, listed: set[str]) -> str:
+    def _stand_in(self, hit: Any, fh: Any, asked: str, seen: _Seen) -> str:
         """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
         as an example in documentation ("e.g. '123 Main St'", a schema's default), a stock placeholder
         (`john.doe@example.com`, `123-456-7890`), or a place's address or number the model reads out from a listing
-        (`listed_contact`, or the answer to the user's `asked` "What is their phone number?") identifies and links
-        nobody; nor does that address when a later turn shares it with someone ("share the location 199 Aegean
-        Way with Jonathan", `shares_it`): the place the model found, not where the writer is."""
+        (`listed_contact`, the answer to the user's `asked` "What is their phone number?", the address it gives for
+        the user's ride "there", or an address no user turn gave that it offers to share, `offers_to_share`)
+        identifies and links nobody, unless the sentence ties it to a person (`names_no_owner`). Nor does such a
+        value when a later turn shares it ("share the location 199 Aegean Way with Jonathan") or, for a ride
+        "there", confirms the ride: the place the model found, not where the writer is. A ride the user books to a
+        listed place without pointing "there" stays their destination (a finding a reader labels true)."""
         from gate.pii.context import (
             asks_for_listing,
             given_as_example,
             goes_there,
             listed_contact,
+            names_no_owner,
+            offers_to_share,
             placeholder_value,
+            shares_a_place,
             shares_it,
+            wants_to_go_there,
         )
 
         if given_as_example(fh.text, hit.start):
@@ -269,12 +310,35 @@ class PiiCheck(_DetectorCheck):
         value = fh.text[hit.start:hit.end]
         if placeholder_value(hit.entity_type, value):
             return ", a stock placeholder value,"
-        if (fh.role == "assistant" and hit.entity_type in _LISTED_TYPES
-                and (listed_contact(fh.text, hit.start, hit.end) or asks_for_listing(asked, value)
-                     or (hit.entity_type == "ADDRESS" and goes_there(asked, value)))):
-            return _LISTING
-        if hit.entity_type == "ADDRESS" and _listed_key(value) in listed and shares_it(fh.text, hit.start):
-            return ", the address of a place the assistant read out earlier, shared with someone,"
+        key = _listed_key(value)
+        if hit.entity_type not in _LISTED_TYPES:
+            return ""
+        address = hit.entity_type == "ADDRESS"
+        if fh.role == "assistant":
+            if listed_contact(fh.text, hit.start, hit.end) or (names_no_owner(fh.text, hit.start) and (
+                    asks_for_listing(asked, value)
+                    or (address and key not in seen.given and offers_to_share(fh.text, hit.start, hit.end)))):
+                return _LISTING
+            if address and names_no_owner(fh.text, hit.start) and (
+                    goes_there(asked, value) or (seen.going and key not in seen.given)):
+                return _THERE
+        elif address and fh.role == "user":
+            # the user types the found place's address: "I need a cab to get there. I want to head to 45 San
+            # Clemente Drive", "share their address with Denise, It's ..."
+            # ... or says "there" in the address's own sentence: "I need to go to 750 Tennant Station on a shared
+            # ride, i require a cab to go there"
+            # ...or gives it after an earlier turn asked for a cab "there", before the model named an address (a
+            # different address after the model named one is the user's own choice: "No, I need to go to ...")
+            if ((wants_to_go_there(fh.text[:hit.start]) or wants_to_go_there(_sentence_at(fh.text, hit.end))
+                 or (seen.going and not seen.there)) and names_no_owner(fh.text, hit.start)):
+                return _THERE
+            if shares_a_place(fh.text, hit.start):
+                return _LISTING
+        if key in seen.listed and names_no_owner(fh.text, hit.start):
+            if address and shares_it(fh.text, hit.start):
+                return ", the address of a place the assistant read out earlier, shared with someone,"
+            if key in seen.there:
+                return ", the address of a place found earlier, where the user asked to go, repeated,"
         return ""
 
     def _describe(self, hit: Any) -> tuple[str, str]:
