@@ -509,7 +509,7 @@ _LISTING_BEFORE = re.compile(
     r"(?:\s+[^.!?\n]{0,30}?)?\s+(?:is|are|:)"
     r"(?:\s+(?:listed\s+as|as\s+follows:?))?"
     # the same with no article, opening the clause: "Contact number is 408-226-5822."
-    r"|^\s*(?:(?:main|contact|phone|telephone)\s+)*(?:number|phone|address)\s+(?:is|:)"
+    r"|(?:^|(?<=[.!?]))\s*(?:(?:main|contact|phone|telephone)\s+)*(?:number|phone|address)\s+(?:is|:)"
     r"|\b(?:reach|call|contact|find|locate|visit|phone|ring|get)\s+(?:them|it|the\s+" + _BUSINESS + r")\b"
     r"[^.!?\n]{0,20}?\b(?:at|on|by)"
     r"(?:\s+the\s+(?:phone\s+)?number)?"
@@ -537,7 +537,8 @@ _LISTING_BEFORE = re.compile(
     r"|^\s*(?:one|another)\b(?:[^.!?\n]|\.(?=\S)){0,60}?\b(?:at|on|in)"
     r"|\bis\s+there\s+(?:at|on|in)"
     # what a search found, described: "There is a nice 3 bed, 2 bath in Amber Court @ ..."
-    r"|\bthere(?:'s|\s+is|\s+are)\s+(?:a|an)\b(?:[^.!?\n]|\.(?=\S)){0,50}?(?:\b(?:at|on|in)|@)"
+    r"|\bthere(?:'s|\s+is|\s+are)\b(?:[^.!?\n]|\.(?=\S)){0,50}?(?:\b(?:at|on|in)|@)|^\s*here(?:'s|\s+is)\s*$"
+    r"|\b(?:a|an|the)\s+(?:[\w.-]+\s+){0,3}" + _BUSINESS + r"\b[^.!?\n]{0,30}?\bis\s*$"
     # a booked event's venue: "Your seats are confirmed. Enjoy it at ...", "the theatre is Century 20 Great Mall"
     r"|\benjoy\b[^.!?\n]{0,30}?\b(?:at|in)|\bthe\s+" + _BUSINESS + r"\s+is\s+(?:(?-i:[A-Z])[\w'&-]*\s+){0,3}"
     r")"
@@ -547,7 +548,7 @@ _LISTING_BEFORE = re.compile(
 #: "Jessica's number"), or the reader's home, number or people ("your address", "your friend's house"). "Your" about
 #: anything else is the booking the model is talking about ("you got your rooms, the number to call is ...", "10
 #: hotels of your choice and 45 Park Lane is one among them").
-_YOURS = (r"\byour\s+(?:(?!(?:their|its|the|a|an|destination|pickup|pick-up|drop-off|dropoff|delivery)\b)"
+_YOURS = (r"\byour\s+(?:(?!(?:their|its|the|a|an|destination|pickup|pick-up|drop-off|dropoff|delivery|end|final)\b)"
           r"[\w'-]+\s+)??(?:home|house|apartment|flat|place|address|number|"
           r"phone|location|residence|door|" + _RELATION + r")(?:s|es|'s)?\b")
 #: ...where a place's own ("the hotel's phone number", "the venue's address") is the listing's.
@@ -557,7 +558,7 @@ _PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|his|her)\b|" + _YOURS + r"|\b(?!
 
 
 #: The listing after the value: "+61 2 8889 7700 is their phone number".
-_LISTING_AFTER = re.compile(r"(?i)[\s.,]*(?:(?:is|are)\s+(?:their|its)\s+(?:\w+\s+){0,2}(?:number|phone|address)"
+_LISTING_AFTER = re.compile(r"(?i)[\s.,]*(?:(?:is|are)\s+(?:their|its|the)\s+(?:\w+\s+){0,2}(?:number|phone|address)"
                             r"|there(?:'s|\s+is)\s+(?:one|a|an)\b|is\s+one\s+(?:of|among)\s+them\b"
                             # a rated listing: "1006 Spring Street has a 3.9 rating", "... with a 4.5 star rating"
                             r"|(?:has|with)\s+(?:a\s+|an\s+)?(?:[\w.-]+\s+){0,3}(?:rating|stars?)\b"
@@ -600,7 +601,23 @@ def listed_contact(text: str, start: int, end: int) -> bool:
     # "Another house" holds no "her"
     if _PERSONAL_BEFORE.search(before, max(0, len(before) - 40)) or _LIVES.search(before):
         return False
-    return bool(_LISTING_BEFORE.search(before) or _LISTING_AFTER.match(text, end, min(len(text), end + 60)))
+    if _LISTING_BEFORE.search(before) or _LISTING_AFTER.match(text, end, min(len(text), end + 60)):
+        return True
+    # a search's results, the value opening the sentence after "I found 10 houses." or rated later in its own
+    # sentence ("12, Mangalam Place, Sector 3, Rohini, New Delhi has a 4.3 rating"), or in the next one ("Yiu might
+    # like 10044 Pacific Mesa Boulevard. It has a 4.5 star rating")
+    head = text[max(0, start - len(before) - _WINDOW):start - len(before)]
+    return bool((len(before) <= 30 and _FOUND_BEFORE.search(head))
+                or _RATED_LATER.match(text, end, min(len(text), end + 90)))
+
+
+#: The sentence before a search's results: "I found 10 houses.", "There are 6 apartments:".
+_FOUND_BEFORE = re.compile(r"(?i)\b(?:found|have|got|are|located|discovered|see)\s+(?:\d+|ten|several|some|a\s+few)\s+"
+                           r"(?:[\w-]+\s+){0,2}" + _VENUE + r"\b[^.!?\n]*[.!?:]\s*$")
+#: A rating later in the value's sentence or at the start of the next one.
+_RATED_LATER = re.compile(r"(?i)[^.!?\n]{0,50}?(?:\bhas\s+(?:a\s+)?(?:rating\s+of\s+)?[\d.]+(?:\s+star)?\s+rating|"
+                          r"\brated\s+(?:at\s+)?[\d.]+)|[^.!?\n]{0,50}[.!?]\s*(?:it|its|it's)\s+(?:has\s+(?:a\s+)?"
+                          r"[\d.]+|rating\s+is|is\s+rated)")
 
 
 #: A user asking for a place's contact details: "What is their phone number?", "Tell me the address.", "Can I get
@@ -662,7 +679,8 @@ def asks_for_listing(asked: str, value: str) -> bool:
 #: A user sending the model "there": to a place already named in the dialogue ("I need a cab to go there", "Can you
 #: get me a ride there?", "How do I get there?"; not "get me an appointment there").
 _GOES_THERE = re.compile(r"(?i)\bget\s+(?:me\s+|us\s+)?there\b"
-                         r"|\b(?:go|going|ride|cab|taxi|car|take\s+(?:me|us)|travel|head(?:ing)?)\b[^.!?\n]{0,40}"
+                         r"|\b(?:go|going|ride|cab|taxi|car|transport(?:ation)?|take\s+(?:me|us)|travel|head(?:ing)?)\b"
+                         r"[^.!?\n]{0,40}"
                          r"(?:\bthere\b|\b(?:to|visit|for)\s+(?:the|this|that)\s+(?:" + _BUSINESS
                          + r"|apartments?|propert(?:y|ies)|condos?|appointment|movie|film|match|destination)\b"
                          r"|\bfor\s+(?:the|that)\s+appointment\b)")
@@ -675,6 +693,20 @@ def wants_to_go_there(turn: str) -> bool:
     Redwood Highway?"); it is the found place's all the same."""
     return any(_GOES_THERE.search(s) and not _PERSONAL_BEFORE.search(_COMPANIONS.sub("", s))
                for s in _SENTENCE.findall(turn))
+
+
+#: The words of a trip right before its destination: "we are going to", "I'm headed to", "a cab to", "my destination
+#: is".
+_HEADS_TO = re.compile(r"(?i)\b(?:go(?:ing)?|head(?:ed|ing)?|travel(?:l?ing)?|get|ride|cab|taxi|car|trip|destination"
+                       r"|drive|drop\s+(?:me|us))\b[^.!?\n]{0,20}$")
+
+
+def heads_to(turn: str, start: int) -> bool:
+    """True when the words right before `start` in the user's turn send someone there ("we are going to 750
+    Tennant Station"), not when they share an address or name where an event is."""
+    before = _clause_before(turn, start)
+    # "Yes please to 3127 Fillmore street." answers "Do you want a shared ride?"; "share the location to ..." shares
+    return bool(_HEADS_TO.search(before)) or (bool(re.search(r"(?i)\bto\s*$", before)) and not _SHARING.search(before))
 
 
 def goes_there(asked: str, value: str) -> bool:

@@ -651,6 +651,36 @@ def test_listings_of_held_out_dialogue_and_rides_there_across_turns(tmp_path, tr
     assert person == {"tri-artist": "warning", "tri-salon": "warning"}, person
 
 
+def test_search_results_read_after_the_count_and_trips_asked_for_before(tmp_path, triage_contract) -> None:
+    """Draw 7 of the held-out dialogue: results after "I found 10 houses." (the value opens the next sentence, and the
+    country after it was linked to it), rated later in the sentence or the next, "Here's ...", "A 5 star hotel in the
+    area is ...", a label glued to the sentence before ("furnished.Phone number is"); the user's "Yes please to ..."
+    after asking for a cab there. An address the user shares after a car was mentioned "there" stays theirs, and so
+    does one the user names where an event is."""
+    row, u, a = _chat_row, "user", "assistant"
+    rows = [
+        row("found_count", (u, "A house in Sydney."), (a, "I found 10 houses. 1 Columbia Court, Baulkham Hills "
+                                                          "New South Wales 2153, Australia. Its rating is 4.1")),
+        row("rated_later", (u, "Other options?"),
+            (a, "12, Mangalam Place, Sector 3, Rohini, New Delhi has a 4.3 rating.")),
+        row("next_sentence", (u, "What else?"),
+            (a, "You might like 10044 Pacific Mesa Boulevard. It has a 4.5 star rating")),
+        row("heres", (u, "Other options?"), (a, "Here's 181 Wellington Street West, rated 4.3.")),
+        row("hotel_is", (u, "A hotel too."), (a, "A 5 star hotel in the area is 45 Park Lane.")),
+        row("glued", (u, "Is it furnished?"), (a, "Yes is furnished.Phone number is 408-831-7797.")),
+        row("yes_to", (u, "I need a cab there."), (a, "Do you want a shared ride?"),
+            (u, "Yes please to 3127 Fillmore Street.")),
+        row("car_share", (u, "I want to rent a car there."), (a, "Booked. Anything else?"),
+            (u, "Share my location, the address is 2212 North Texas Street.")),
+        row("car_event", (u, "I want to rent a car there."), (a, "Booked. Anything else?"),
+            (u, "Add an event to my calendar at 5 Bon Air Road.")),
+    ]
+    sev = _severities(tmp_path, triage_contract, rows)
+    listed = ("found_count", "rated_later", "next_sentence", "heres", "hotel_is", "glued", "yes_to")
+    assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
+    assert (sev["car_share"], sev["car_event"]) == ({"error"},) * 2, sev
+
+
 def test_a_listed_place_shared_with_a_contact_stays_a_listing(tmp_path, triage_contract) -> None:
     """A messaging tool's "share location" sends the address of a place the model found: "Meadowood Apartments
     located at 199 Aegean Way", then "share the location 199 Aegean Way with Jonathan" (Schema-Guided Dialogue: 7

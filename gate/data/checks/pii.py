@@ -296,6 +296,7 @@ class PiiCheck(_DetectorCheck):
             asks_for_listing,
             given_as_example,
             goes_there,
+            heads_to,
             listed_contact,
             names_no_owner,
             offers_to_share,
@@ -330,7 +331,8 @@ class PiiCheck(_DetectorCheck):
             # ...or gives it after an earlier turn asked for a cab "there", before the model named an address (a
             # different address after the model named one is the user's own choice: "No, I need to go to ...")
             if ((wants_to_go_there(fh.text[:hit.start]) or wants_to_go_there(_sentence_at(fh.text, hit.end))
-                 or (seen.going and not seen.there)) and names_no_owner(fh.text, hit.start)):
+                 or (seen.going and not seen.there and heads_to(fh.text, hit.start)))
+                    and names_no_owner(fh.text, hit.start)):
                 return _THERE
             if shares_a_place(fh.text, hit.start):
                 return _LISTING
