@@ -487,8 +487,6 @@ def given_as_example(text: str, start: int) -> bool:
 
 # ------------------------------------------------------------------------------------------------------ listings
 
-#: A thing's name given: "the salon name is", "the restaurant's name is" (see `_INTRODUCED`).
-_THING_NAMED_WORDS = r"(?:its|it's|it’s|their)"
 #: What a place's listing says before its address or number: "located at", "held at", "its address is", "the
 #: contact number for the hotel is", "you can reach them at", "they are at", "a house with a rating of 4.3 at".
 _VENUE = (r"(?:house|home|apartment|apartments|flat|property|condo|restaurant|cafe|caf\u00e9|bar|hotel|motel|hostel|"
@@ -500,7 +498,8 @@ _VENUE = (r"(?:house|home|apartment|apartments|flat|property|condo|restaurant|ca
 #: A business, never a dwelling or a part of one: a name beside an address ("the hotel 45 Park Lane", "the 45 Park
 #: Lane hotel") makes it the business's; "Home: 12 Oak Road" or "12 Oak Road apartment 4" stays someone's.
 _BUSINESS = r"(?!(?:home|house|apartment|flat|property|condo|office|place|room|studio|branch)(?:s|es)?\b)" + _VENUE
-_THING_NAMED = re.compile(r"(?i)\b(?:" + _THING_NAMED_WORDS + r"|" + _BUSINESS + r"(?:'s)?)\s+name\s*(?:is\b|:)"
+#: A thing's name given: "the salon name is", "its name is" (see `_INTRODUCED`).
+_THING_NAMED = re.compile(r"(?i)\b(?:its|it's|it’s|their|" + _BUSINESS + r"(?:'s)?)\s+name\s*(?:is\b|:)"
                           r"[\s,:!.\-]*$")
 _LISTING_BEFORE = re.compile(
     r"(?i)(?:\b(?:located|situated|based|held|hosted|headquartered|found)\s+(?:at|on|in)"
@@ -699,6 +698,13 @@ def wants_to_go_there(turn: str) -> bool:
 #: is".
 _HEADS_TO = re.compile(r"(?i)\b(?:go(?:ing)?|head(?:ed|ing)?|travel(?:l?ing)?|get|ride|cab|taxi|car|trip|destination"
                        r"|drive|drop\s+(?:me|us))\b[^.!?\n]{0,20}$")
+
+
+def sends_there(turn: str, start: int, end: int) -> bool:
+    """True when the user's turn asks for a ride "there" before the address at `start:end` or in the rest of its
+    sentence: the address the user types is then the found place's ("I need a cab to get there. I want to head to
+    45 San Clemente Drive", "I need to go to 750 Tennant Station on a shared ride, i require a cab to go there")."""
+    return wants_to_go_there(turn[:start]) or wants_to_go_there(_clause_after(turn, end))
 
 
 def heads_to(turn: str, start: int) -> bool:

@@ -47,12 +47,6 @@ def _listed_key(value: str) -> str:
 _LISTED_TYPES = frozenset({"ADDRESS", "PHONE_NUMBER"})
 
 
-def _sentence_at(text: str, end: int) -> str:
-    """The rest of the sentence that holds the value ending at `end`."""
-    stop = min((i for i in (text.find(c, end) for c in ".!?\n") if i >= 0), default=len(text))
-    return text[end:stop]
-
-
 def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[int, int, str]]]:
     """Per (text, lo, hi): the recall scan (`gate.pii.recall_spans_texts`) of `text[lo:hi]`, in text offsets.
 
@@ -120,6 +114,10 @@ class _DetectorCheck(Check):
         turns of the row said. Never by default."""
         return ""
 
+    def _remember(self, fh: Any, hits: list[Any], why: list[str], seen: _Seen) -> None:
+        """Record in `seen` what field `fh` (its `hits`, their `_stand_in` reasons) tells the later turns of its row.
+        Nothing by default: only the pii check's stand-ins read earlier turns."""
+
     def map(self, batch: Batch) -> Any:
         scanned = self._scanner.scan([row for _, row in batch.rows], self.context)
         texts = kept = 0
@@ -141,19 +139,11 @@ class _DetectorCheck(Check):
                 if hits:
                     todo.append((line, rid, fh, hits))
                     why = [self._stand_in(h, fh, asked, seen) for h in hits]
-                    for h, w in zip(hits, why, strict=True):
-                        if w in (_LISTING, _THERE):
-                            seen.listed.add(_listed_key(fh.text[h.start:h.end]))
-                        if w == _THERE:
-                            seen.there.add(_listed_key(fh.text[h.start:h.end]))
-                    if fh.role == "user":
-                        seen.given.update(_listed_key(fh.text[h.start:h.end]) for h in hits)
                     stand_ins.append(why)
                     in_field.append([h for h, w in zip(hits, why, strict=True) if not w])
-                if fh.role == "user" and not seen.going and self.name == "pii":
-                    from gate.pii.context import wants_to_go_there
-
-                    seen.going = wants_to_go_there(fh.text)
+                else:
+                    why = []
+                self._remember(fh, hits, why, seen)
                 asked = fh.text if fh.role == "user" else ""
         snippets = self._snippets(todo) if self.context.snippets else [[None] * len(t[3]) for t in todo]
         findings = []
@@ -282,6 +272,21 @@ class PiiCheck(_DetectorCheck):
                 return "error", ""
         return "warning", ", alone: nothing in its message links it to a person,"
 
+    def _remember(self, fh: Any, hits: list[Any], why: list[str], seen: _Seen) -> None:
+        """The values of `fh` read out as a listing or a trip "there" (`_stand_in`), those a user turn gave, and
+        whether a user turn asked for a ride "there" (`wants_to_go_there`)."""
+        for h, w in zip(hits, why, strict=True):
+            if w in (_LISTING, _THERE):
+                seen.listed.add(_listed_key(fh.text[h.start:h.end]))
+            if w == _THERE:
+                seen.there.add(_listed_key(fh.text[h.start:h.end]))
+        if fh.role == "user":
+            seen.given.update(_listed_key(fh.text[h.start:h.end]) for h in hits)
+            if not seen.going:
+                from gate.pii.context import wants_to_go_there
+
+                seen.going = wants_to_go_there(fh.text)
+
     def _stand_in(self, hit: Any, fh: Any, asked: str, seen: _Seen) -> str:
         """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
         as an example in documentation ("e.g. '123 Main St'", a schema's default), a stock placeholder
@@ -301,9 +306,9 @@ class PiiCheck(_DetectorCheck):
             names_no_owner,
             offers_to_share,
             placeholder_value,
+            sends_there,
             shares_a_place,
             shares_it,
-            wants_to_go_there,
         )
 
         if given_as_example(fh.text, hit.start):
@@ -311,32 +316,29 @@ class PiiCheck(_DetectorCheck):
         value = fh.text[hit.start:hit.end]
         if placeholder_value(hit.entity_type, value):
             return ", a stock placeholder value,"
-        key = _listed_key(value)
         if hit.entity_type not in _LISTED_TYPES:
             return ""
+        key = _listed_key(value)
         address = hit.entity_type == "ADDRESS"
+        unowned = names_no_owner(fh.text, hit.start)  # nothing in its sentence ties it to a person
         if fh.role == "assistant":
-            if listed_contact(fh.text, hit.start, hit.end) or (names_no_owner(fh.text, hit.start) and (
+            if listed_contact(fh.text, hit.start, hit.end) or (unowned and (
                     asks_for_listing(asked, value)
                     or (address and key not in seen.given and offers_to_share(fh.text, hit.start, hit.end)))):
                 return _LISTING
-            if address and names_no_owner(fh.text, hit.start) and (
-                    goes_there(asked, value) or (seen.going and key not in seen.given)):
+            if address and unowned and (goes_there(asked, value) or (seen.going and key not in seen.given)):
                 return _THERE
         elif address and fh.role == "user":
             # the user types the found place's address: "I need a cab to get there. I want to head to 45 San
-            # Clemente Drive", "share their address with Denise, It's ..."
-            # ... or says "there" in the address's own sentence: "I need to go to 750 Tennant Station on a shared
-            # ride, i require a cab to go there"
-            # ...or gives it after an earlier turn asked for a cab "there", before the model named an address (a
+            # Clemente Drive", "I need to go to 750 Tennant Station on a shared ride, i require a cab to go there";
+            # or gives it after an earlier turn asked for a cab "there", before the model named an address (a
             # different address after the model named one is the user's own choice: "No, I need to go to ...")
-            if ((wants_to_go_there(fh.text[:hit.start]) or wants_to_go_there(_sentence_at(fh.text, hit.end))
-                 or (seen.going and not seen.there and heads_to(fh.text, hit.start)))
-                    and names_no_owner(fh.text, hit.start)):
+            if unowned and (sends_there(fh.text, hit.start, hit.end)
+                            or (seen.going and not seen.there and heads_to(fh.text, hit.start))):
                 return _THERE
             if shares_a_place(fh.text, hit.start):
                 return _LISTING
-        if key in seen.listed and names_no_owner(fh.text, hit.start):
+        if key in seen.listed and unowned:
             if address and shares_it(fh.text, hit.start):
                 return ", the address of a place the assistant read out earlier, shared with someone,"
             if key in seen.there:
