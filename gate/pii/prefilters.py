@@ -35,20 +35,23 @@ def _prefilters(config: PiiConfig) -> dict[str, Callable[[str], Any]]:
 
     Each is derived from the recogniser's own regexes, compiled with the same regex engine and flags, so a text
     it rejects cannot produce a hit (soundness is what keeps `scan_texts` identical to the plain loop):
-    e-mail needs "@"; URL needs "." + a TLD; IPv4 needs digit.digit, every IPv6 form has "hex:" or "::"; a card
-    needs four digits in a row; every SSN pattern has 3 digits, an optional separator, 2 digits; an IBAN starts
-    with two letters (either case: the recogniser matches case-insensitively) and two digits. For phones the
-    prefilter is the post-filter itself (a hit must contain `phone_min_digits` digits in close succession), so
-    texts without such a run skip phonenumbers entirely.
+    e-mail needs "@"; URL needs "." + a TLD; every IPv4 form (alone or inside IPv6) holds four dotted octets,
+    so "digit.1-3 digits.1-3 digits.digit" (a version number "v8.28.8" has three), and every IPv6 form holds two
+    colons with at most four hex digits between them (a compressed form holds "::"; the full form is eight groups
+    joined by colons); a card opens with four digits, then an optional separator, three or four digits, an optional
+    separator and three more; every SSN pattern holds 3 digits, 2 and 4, with at most a separator between each;
+    an IBAN starts with two letters (either case: the recogniser matches case-insensitively) and two digits. For
+    phones the prefilter is the post-filter itself (a hit must contain `phone_min_digits` digits in close
+    succession), so texts without such a run skip phonenumbers entirely.
     """
     import regex
 
     flags = regex.DOTALL | regex.MULTILINE | regex.IGNORECASE
     out: dict[str, Callable[[str], Any]] = {
         "EmailRecognizer": regex.compile(r"[@]", flags).search,
-        "IpRecognizer": regex.compile(r"[0-9]\.[0-9]|[0-9a-f]:|::", flags).search,
-        "CreditCardRecognizer": regex.compile(r"\d{4}", flags).search,
-        "UsSsnRecognizer": regex.compile(r"[0-9]{3}[- .]?[0-9]{2}", flags).search,
+        "IpRecognizer": regex.compile(r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]|:[0-9a-f]{0,4}:", flags).search,
+        "CreditCardRecognizer": regex.compile(r"\d{4}[- ]?\d{3}\d?[- ]?\d{3}", flags).search,
+        "UsSsnRecognizer": regex.compile(r"[0-9]{3}[- .]?[0-9]{2}[- .]?[0-9]{4}", flags).search,
         "IbanRecognizer": regex.compile(r"[A-Z]{2}[0-9]{2}", flags).search,
         "PhoneRecognizer": _phone_run(config.phone_min_digits).search,
     }

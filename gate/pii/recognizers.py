@@ -259,11 +259,12 @@ def greeting_recognizer(language: str = "en") -> EntityRecognizer:
                              patterns=[Pattern("greeting", regex, 0.5)], global_regex_flags=_FLAGS)
 
 
-#: Per recogniser: a search that must succeed for it to match anything (two digit pairs across a separator; 8
-#: card digits; a sign-off or greeting word; the address patterns: `_street_words_prefilter`), so the fast scan
-#: skips it on other texts and stays equal to the plain loop.
+#: Per recogniser: a search that must succeed for it to match anything (3 + 4 digits or four digit pairs across
+#: separators; 16 card digits in groups of four; a sign-off or greeting word; the address patterns:
+#: `_street_words_prefilter`), so the fast scan skips it on other texts and stays equal to the plain loop.
 _PREFILTERS = {
-    "LocalPhoneRecognizer": r"\d\d[-. ]\d\d", "LongCardRecognizer": r"\d{4}[- ]?\d{4}",
+    "LocalPhoneRecognizer": r"\d{3}[-. ]\d{4}|\d\d[-. ]\d\d[-. ]\d\d[-. ]\d\d",
+    "LongCardRecognizer": r"\d{4}(?:[- ]?\d{4}){3}",
     "SignatureRecognizer": r"\b" + _SIGN_OFF + r"\b",
     "GreetingRecognizer": r"\b(?i:hi|hello|hey|dear|thanks|thank|cheers|welcome|congrats|congratulations|good)\b",
 }

@@ -168,6 +168,41 @@ def test_prefilters_are_sound(pattern_cfg: PiiConfig, messages: list) -> None:
     assert checked > 300
 
 
+#: Per recogniser, every form its regexes match (each must pass the prefilter, or the fast scan would miss it),
+#: and the near misses support text is full of (versions, prices, dates, ids, "Data:"), which must not.
+PREFILTER_FORMS = {
+    "IpRecognizer": (["10.0.0.1", "host 10.1.2.3/24 down", "::", "::1", "fe80::1", "2001:db8::8a2e:370:7334",
+                      "2001:0db8:85a3:0000:0000:8a2e:0370:7334", "::ffff:192.0.2.1", "64:ff9b::192.0.2.33",
+                      "1:2:3:4:5:6:1.2.3.4"],
+                     ["After updating to v8.28.8 it crashed", "total $377.78", "Data: none", "at 10:30 am",
+                      "see section 3.2.1"]),
+    "UsSsnRecognizer": (["536-90-4399", "536 90 4399", "536.90.4399", "536904399", "53690-4399", "536-904399"],
+                        ["ORD-441824", "on 2024-06-11", "code 123-45", "phone 555-0142"]),
+    "CreditCardRecognizer": (["4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "378282246310005",
+                              "3782 822463 10005", "6011 0009 9013 9424", "5555 5555 555 54444"],
+                             ["ORD-441824", "in 2024 and 2025", "INV-562030 lists 70 seats", "on 2024-06-11"]),
+    "LongCardRecognizer": (["4482 0706 5881 2300 677", "4482070658812300677", "6250-9410-0652-8593-14"],
+                           ["ORD-441824", "12345698 and 04171643", "call 0800 1234 5678"]),
+    "LocalPhoneRecognizer": (["ring 555-0142 today", "call me on 450 0840", "60-56-85-91", "06.12.34.56.78",
+                              "phone: 06 12 34 56 78"],
+                             ["on 2024-06-11", "v8.28.8", "10 20 30", "ORD-441824", "$839.66"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PREFILTER_FORMS))
+def test_prefilters_pass_every_form_and_skip_near_misses(pattern_cfg: PiiConfig, name: str) -> None:
+    """Each tightened prefilter lets through every form its recogniser matches and skips the lookalikes that made
+    the pattern-only scan run most recognisers on most texts (bench/results/pii_command.md)."""
+    eng = pe._engine(pattern_cfg)
+    rec, prefilter = next((r, p) for r, p in eng.patterns if r.name == name or type(r).__name__ == name)
+    forms, near = PREFILTER_FORMS[name]
+    for text in forms:
+        assert rec.analyze(text, eng.entities, None), (name, text)  # the form is one the recogniser matches
+        assert prefilter(text) is not None, (name, text)
+    for text in near:
+        assert prefilter(text) is None, (name, text)
+
+
 def test_phone_windows_give_the_same_kept_hits(pattern_cfg: PiiConfig, messages: list) -> None:
     """Phone recogniser on the safe windows == on the whole text, after the post-filter."""
     eng = pe._engine(pattern_cfg)
