@@ -534,6 +534,8 @@ _LISTING_BEFORE = re.compile(
     r"|\b(?:it|they)\s+(?:will\s+(?:start|be|begin|take\s+place)|starts|begins|takes\s+place)\b[^.!?\n]{0,25}?"
     r"\b(?:at|on|in)"
     r"|^\s*(?:one|another)\b(?:[^.!?\n]|\.(?=\S)){0,60}?\b(?:at|on|in)"
+    # a rated result: "one in particular is nice and has a 4.1 rating at ..."
+    r"|\b(?:has|with)\s+(?:a\s+)?[\d.]+(?:\s+star)?\s+rating\s+(?:at|on|in)"
     r"|\bis\s+there\s+(?:at|on|in)"
     # what a search found, described: "There is a nice 3 bed, 2 bath in Amber Court @ ..."
     r"|\bthere(?:'s|\s+is|\s+are)\b(?:[^.!?\n]|\.(?=\S)){0,50}?(?:\b(?:at|on|in)|@)|^\s*here(?:'s|\s+is)\s*$"
@@ -550,10 +552,11 @@ _LISTING_BEFORE = re.compile(
 _YOURS = (r"\byour\s+(?:(?!(?:their|its|the|a|an|destination|pickup|pick-up|drop-off|dropoff|delivery|end|final)\b)"
           r"[\w'-]+\s+)??(?:home|house|apartment|flat|place|address|number|"
           r"phone|location|residence|door|" + _RELATION + r")(?:s|es|'s)?\b")
-#: ...where a place's own ("the hotel's phone number", "the venue's address") is the listing's.
+#: ...where a place's own ("the hotel's phone number", "the venue's address") is the listing's; a person's home
+#: ("Sarah's house at ...") is hers.
 _PERSONAL_BEFORE = re.compile(r"(?i)\b(?:my|our|his|her)\b|" + _YOURS + r"|\b(?!(?:what|that|it|where|here|there|who"
                               r"|he|she|let|how|which|this|" + _VENUE + r")'s)[a-z]+'s\s+(?:\w+\s+)?"
-                              r"(?:number|phone|address)")
+                              r"(?:number|phone|address|home|house|apartment|flat|condo)")
 
 
 #: The listing after the value: "+61 2 8889 7700 is their phone number".
@@ -602,6 +605,11 @@ def listed_contact(text: str, start: int, end: int) -> bool:
         return False
     if _LISTING_BEFORE.search(before) or _LISTING_AFTER.match(text, end, min(len(text), end + 60)):
         return True
+    # a home for rent described in the value's sentence or the next ("At 1010 Power Avenue there's Belmont
+    # Apartment Homes. It has 3 bed rooms and 2 baths", "a 4 BR 3 BTH at ... for $5200"); whose home it is was read
+    # above ("Sarah's house at ...")
+    if _FOR_RENT.search(text, start - len(before), min(len(text), end + _WINDOW)):
+        return True
     # a search's results, the value opening the sentence after "I found 10 houses." or rated later in its own
     # sentence ("12, Mangalam Place, Sector 3, Rohini, New Delhi has a 4.3 rating"), or in the next one ("Yiu might
     # like 10044 Pacific Mesa Boulevard. It has a 4.5 star rating")
@@ -610,13 +618,20 @@ def listed_contact(text: str, start: int, end: int) -> bool:
                 or _RATED_LATER.match(text, end, min(len(text), end + 90)))
 
 
+#: A home for rent described: its rooms ("3 bed rooms and 2 baths", "a 4 BR 3 BTH"), its rent ("The rent there is
+#: $3,850 a month", "for 4000 dollars a month"). Read only in the model's turns (`listed_contact`): a user who says
+#: "my flat at ... has 2 bedrooms" gives their own address.
+_FOR_RENT = re.compile(r"(?i)\b\d+\s*(?:bed\s*rooms?|beds?|br|bath\s*rooms?|baths?|bth)\b|\brent\b"
+                       r"|(?:\$\s*\d[\d,.]*|\b\d[\d,.]*\s+dollars)\s*(?:a|per|/)\s*month\b")
 #: The sentence before a search's results: "I found 10 houses.", "There are 6 apartments:".
 _FOUND_BEFORE = re.compile(r"(?i)\b(?:found|have|got|are|located|discovered|see)\s+(?:\d+|ten|several|some|a\s+few)\s+"
                            r"(?:[\w-]+\s+){0,2}" + _VENUE + r"\b[^.!?\n]*[.!?:]\s*$")
-#: A rating later in the value's sentence or at the start of the next one.
-_RATED_LATER = re.compile(r"(?i)[^.!?\n]{0,50}?(?:\bhas\s+(?:a\s+)?(?:rating\s+of\s+)?[\d.]+(?:\s+star)?\s+rating|"
-                          r"\brated\s+(?:at\s+)?[\d.]+)|[^.!?\n]{0,50}[.!?]\s*(?:it|its|it's)\s+(?:has\s+(?:a\s+)?"
-                          r"[\d.]+|rating\s+is|is\s+rated)")
+#: A search result's rating: "has a 4.3 rating", "has a rating of 4.2", "rated 4.5".
+_RATING = r"(?:has\s+(?:a\s+)?(?:rating\s+of\s+[\d.]+|[\d.]+(?:\s+star)?\s+rating)|rated\s+(?:at\s+)?[\d.]+)"
+#: A rating later in the value's sentence or at the start of the next one ("It has a rating of 4.4", "The rating is
+#: 4.4"), also when the value's span took the sentence's full stop ("... 100 Greenwich Street. It has ...").
+_RATED_LATER = re.compile(r"(?i)[^.!?\n]{0,50}?\b" + _RATING + r"|(?:[^.!?\n]{0,50}[.!?]|(?<=[.!?]))\s*"
+                          r"(?:it|its|it's|the)\s+(?:" + _RATING + r"|has\s+(?:a\s+)?[\d.]+|rating\s+is|is\s+rated)")
 
 
 #: A user asking for a place's contact details: "What is their phone number?", "Tell me the address.", "Can I get

@@ -727,3 +727,59 @@ def test_a_listed_place_shared_with_a_contact_stays_a_listing(tmp_path, triage_c
                         checks=["pii"], workers=1, progress=False).results[0].findings
     shared = next(f for f in strict if f.row_id == "tri-shared" and f.field == "messages[4].content")
     assert shared.severity == "error" and "shared with someone" in shared.message, shared
+
+
+def test_a_home_for_rent_described_around_its_address_is_a_listing(tmp_path, triage_contract) -> None:
+    """Draw 9 of the held-out dialogue (current code: 35 of 50 sampled errors true): 7 of the 15 false were homes for
+    rent the model described around the address, its rooms or rent in the value's sentence or the next ("At ...
+    there's Maple Court Homes. It has 3 bed rooms", "a 4 BR 3 BTH at ... for $5200", "for 4000 dollars a month").
+    A person's home described the same way ("Sarah's house at ... has 3 bedrooms"), the
+    user's own flat, and a ride to the listed home the user books without pointing "there" still fail the gate."""
+    row, u, a = _chat_row, "user", "assistant"
+    rows = [
+        row("next_sentence", (u, "Keep looking, in Fairview."),
+            (a, "At 1210 Larkspur Avenue there's Maple Court Homes. A fine property with 3 bed rooms and 2 baths. "
+                "The rent there is $3,150 a month.")),
+        row("short_form", (u, "A 4 bedroom in Westbrook."),
+            (a, "I found 8. I have a 4 BR 3 BTH at Alder Glen Condos located 1477 Quarry Road # 2 for $4600.")),
+        row("dollars", (u, "Anything else?"),
+            (a, "There is a 3 bed room, 2 bath apartment at Willow Reach, 3310 North Orchard Avenue for 3900 dollars "
+                "a month.")),
+        row("after", (u, "Any others?"),
+            (a, "Birch Terrace for example is a good option which can be found at 6120 Meadow Lane and it has 2 "
+                "bedrooms.")),
+        row("sarah", (u, "Where does Sarah live?"), (a, "Sarah's house at 12 Linden Street has 3 bedrooms.")),
+        row("own_flat", (u, "My flat at 88 Brook Lane has 2 bedrooms and the rent is $1,200 a month."),
+            (a, "Noted.")),
+        row("ride", (u, "A 2 bedroom in Fairview."),
+            (a, "I found 4. Fern Court at 77 Cedar Hollow Drive has 2 bed rooms for $2,800 a month."),
+            (u, "Book me a cab, for 2 people."), (a, "Please confirm a cab for 2 to 77 Cedar Hollow Drive.")),
+    ]
+    sev = _severities(tmp_path, triage_contract, rows, rules=("pii.ADDRESS",))
+    listed = ("next_sentence", "short_form", "dollars", "after")
+    assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
+    assert (sev.get("sarah"), sev.get("own_flat")) == ({"error"}, {"error"}), sev
+    assert sev["ride"] == {"warning", "error"}, sev  # the listing read out; the ride the user booked to it
+
+
+def test_a_rated_result_is_a_listing_whatever_the_rating_wording(tmp_path, triage_contract) -> None:
+    """Draw 10 of the held-out dialogue (41 of 50 sampled errors true): 6 of the 9 false were rated results worded
+    in ways the rating rule did not read: "It has a rating of 4.4" after a value whose span took the full stop,
+    "The rating is 4.4", "that has a rating of 4.2", "has a 4.1 rating at ...". A user's own address followed by a
+    rating of something else, and a ride the model confirms, still fail the gate."""
+    row, u, a = _chat_row, "user", "assistant"
+    rows = [
+        row("took_stop", (u, "A house to stay in."),
+            (a, "I found you 8 houses. You might like 240 Hemlock Street. It has a rating of 4.3.")),
+        row("the_rating", (u, "Any rated 4 or more?"),
+            (a, "There are 6 listings. The first address is 1520 Juniper Avenue. The rating is 4.5.")),
+        row("that_has", (u, "Another one?"), (a, "I located one on 2210 Sparrow Lane that has a rating of 4.1.")),
+        row("rating_at", (u, "More options?"),
+            (a, "There are 7 options, one in particular is nice and has a 4.6 rating at 311 Falcon Road.")),
+        row("own", (u, "My flat is 52 Tern Court. The rating is 5 stars for your app, by the way.")),
+        row("ride", (u, "I need a cab to 77 Osprey Drive."), (a, "Please confirm a cab for 2 to 77 Osprey Drive.")),
+    ]
+    sev = _severities(tmp_path, triage_contract, rows, rules=("pii.ADDRESS",))
+    listed = ("took_stop", "the_rating", "that_has", "rating_at")
+    assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
+    assert (sev.get("own"), sev.get("ride")) == ({"error"}, {"error"}), sev
