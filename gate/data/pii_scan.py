@@ -116,6 +116,9 @@ class FieldHits:
     role: str | None
     pii: list[Any] = field(default_factory=list)
     secrets: list[Any] = field(default_factory=list)
+    #: The NER model's spans over the whole text, every label (None: not scanned whole with the model, so a
+    #: snippet runs the recall scan over its window instead)
+    spans: list[Any] | None = None
 
 
 class RowScanner:
@@ -144,6 +147,7 @@ class RowScanner:
 
     def _scan(self, rows: list[dict[str, Any]], context: RunContext) -> list[list[FieldHits]]:
         from gate.pii import resolve_overlaps, scan_secrets_texts, scan_texts
+        from gate.pii.presidio_engine import scan_texts_with_spans
 
         fields = [[FieldHits(p, t, prose, role) for p, t, prose, role in scan_fields(r, None)] for r in rows]
         flat = [fh for fs in fields for fh in fs]
@@ -166,10 +170,18 @@ class RowScanner:
                 if code:
                     pattern_jobs.append((fh, blank(fh.text, code, keep=True)))
             found: dict[int, list[Any]] = {}
-            for cfg, jobs in ((self.pii_config, ner_jobs), (self.pattern_config, pattern_jobs)):
-                scan_pii = functools.partial(scan_texts, config=cfg, workers=workers)
-                for (fh, _), hits in zip(jobs, _memoised(context, cfg, [t for _, t in jobs], scan_pii), strict=True):
-                    found.setdefault(id(fh), []).extend(hits)
+            # prose: its hits, and the model's spans for the snippets' context masking (no second model pass)
+            scan_ner = functools.partial(scan_texts_with_spans, config=self.pii_config, workers=workers)
+            for (fh, t), (hits, spans) in zip(ner_jobs, _memoised_spans(context, self.pii_config,
+                                                                        [t for _, t in ner_jobs], scan_ner),
+                                              strict=True):
+                found.setdefault(id(fh), []).extend(hits)
+                if t is fh.text:  # the whole text went to the model (no code span blanked)
+                    fh.spans = spans
+            scan_pii = functools.partial(scan_texts, config=self.pattern_config, workers=workers)
+            for (fh, _), hits in zip(pattern_jobs, _memoised(context, self.pattern_config,
+                                                             [t for _, t in pattern_jobs], scan_pii), strict=True):
+                found.setdefault(id(fh), []).extend(hits)
             for fh in flat:
                 if id(fh) in found:  # one finding per span: an IP is not also a phone number
                     fh.pii = resolve_overlaps(found[id(fh)])
@@ -188,6 +200,18 @@ def _memoised(context: RunContext, config: Any, texts: list[str],
     the configuration only); stored as tuples, handed out as fresh lists, since callers extend and keep them."""
     memo = context.memo(("pii_scan.hits", config))
     return [list(h) for h in memo.get_many(texts, lambda todo: [tuple(h) for h in scan(todo)])]
+
+
+def _memoised_spans(context: RunContext, config: Any, texts: list[str],
+                    scan: Callable[[list[str]], tuple[list[list[Any]], list[list[Any]]]]
+                    ) -> list[tuple[list[Any], list[Any]]]:
+    """`_memoised` for a scan that also gives the model's spans per text: (hits, spans) per text."""
+    memo = context.memo(("pii_scan.hits_spans", config))
+
+    def fresh(todo: list[str]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+        hits, spans = scan(todo)
+        return [(tuple(h), tuple(s)) for h, s in zip(hits, spans, strict=True)]
+    return [(list(h), list(s)) for h, s in memo.get_many(texts, fresh)]
 
 
 def _wanted(fh: FieldHits, roles: set[str] | None) -> bool:

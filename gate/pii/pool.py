@@ -10,24 +10,25 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from gate.io.forking import fork_context
 from gate.pii.config import PiiConfig
-from gate.pii.hits import Hit
 from gate.pii.spacy_setup import _one_blas_thread
 
 #: Characters of work per worker below which a process pool costs more than it saves (about one second of work:
 #: ~300 characters take ~5 ms with NER, ~1 ms without).
 _MIN_CHARS_PER_WORKER = {True: 60_000, False: 300_000}
 
-#: A scan of unique chunks: per chunk, its hits (module level, so a worker can be handed it by name).
-ScanUnits = Callable[[Sequence[str], PiiConfig], list[list[Hit]]]
+#: A scan of unique chunks: per chunk, its hits, or its hits and entity spans (module level, so a worker can be
+#: handed it by name).
+ScanUnits = Callable[[Sequence[str], PiiConfig], list[Any]]
 
 
 def map_units(scan: ScanUnits, units: list[str], config: PiiConfig, *, workers: int | None,
-              ner: bool) -> list[list[Hit]]:
+              ner: bool) -> list[Any]:
     """`scan(units, config)`, in `workers` forked processes (None = automatic, 1 = in this process) when there
-    are at least two units per worker and fork is safe here; per unit, its hits, in the order of `units`."""
+    are at least two units per worker and fork is safe here; per unit, what `scan` gives, in the order of `units`."""
     n = workers if workers is not None else _auto_workers(sum(map(len, units)), ner)
     # stacklevel 4: a fallback warning names the caller of `scan_texts`, as it did when scan_texts forked itself
     ctx = fork_context("PII scan workers", stacklevel=4) if n > 1 and len(units) >= 2 * n else None
@@ -47,7 +48,7 @@ def map_units(scan: ScanUnits, units: list[str], config: PiiConfig, *, workers: 
         return scan(units, config)
 
 
-def _worker(args: tuple[ScanUnits, list[str], PiiConfig]) -> list[list[Hit]]:
+def _worker(args: tuple[ScanUnits, list[str], PiiConfig]) -> list[Any]:
     """Process-pool entry point (module level so it pickles)."""
     scan, units, config = args
     with _one_blas_thread():

@@ -148,8 +148,8 @@ def test_each_distinct_text_is_scanned_once_per_run(triage_contract) -> None:
     assert [[(f.path, f.pii, f.secrets) for f in fs] for fs in first + again + later] == \
         [[(f.path, f.pii, f.secrets) for f in fs] for fs in fresh.scan(rows[:3], other) + fresh.scan(rows, other)]
     distinct_user = 3
-    ner = run.memos[("pii_scan.hits", scanner.pii_config)]
-    assert ner.misses - sent[("pii_scan.hits", scanner.pii_config)] == distinct_user
+    ner = run.memos[("pii_scan.hits_spans", scanner.pii_config)]  # prose: hits and the model's spans
+    assert ner.misses - sent[("pii_scan.hits_spans", scanner.pii_config)] == distinct_user
     assert ner.hits > 0
     assert any(h.entity_type == "EMAIL_ADDRESS" for fs in later for f in fs for h in f.pii)
 

@@ -111,3 +111,35 @@ def test_cpu_timings_are_cpu_not_wall(tmp_path: Path, monkeypatch: pytest.Monkey
     assert run.timings["read_and_map"] >= 0.4, run.timings
     assert run.timings["map_cpu"] < 0.2, run.timings
     assert run.results[0].seconds < 0.2, run.results[0].seconds
+
+
+def test_prose_snippets_reuse_the_scans_own_model_spans(tmp_path: Path, monkeypatch) -> None:
+    """With NER on, the scan already ran the model over every prose field: its spans mask the snippets' context, and
+    the recall scan (the model over each finding's window a second time: 7 of the pii command's 87 CPU seconds on
+    15,000 texts, bench/results/pii_command.md) runs only for fields the scan did not read whole (a code span was
+    blanked before the model saw it). A name the findings leave out is still masked in the snippet."""
+    import gate.pii
+    from gate.contract import load_contract
+    from gate.data.runner import run_checks
+    from gate.pii import PiiConfig, ner_available
+
+    if not ner_available(PiiConfig()):
+        pytest.skip("the NER model is not installed")
+    recalled: list[str] = []
+    real = gate.pii.recall_spans_texts
+
+    def spy(texts, config=None):
+        recalled.extend(texts)
+        return real(texts, config)
+
+    monkeypatch.setattr(gate.pii, "recall_spans_texts", spy)
+    prose = "Ask my neighbour Will White in Berlin, or mail jane.doe@example.com before Friday."
+    code = "Run `send --to jane.doe@example.com` and tell my neighbour Will White in Berlin."
+    write_jsonl(tmp_path / "ds" / "train.jsonl", [triage_row(0, prose), triage_row(1, code)])
+    contract = load_contract(ROOT / "contracts" / "triage.yaml")
+    run = run_checks(str(tmp_path / "ds"), contract, checks=["pii"], workers=1, progress=False)
+    emails = [f for f in run.results[0].findings if f.rule == "pii.EMAIL_ADDRESS"]
+    assert {f.row_id for f in emails} == {"tri-000000", "tri-000001"}, emails
+    for f in emails:
+        assert "jane" not in f.snippet and "White" not in f.snippet and "Berlin" not in f.snippet, f.snippet
+    assert recalled and all("send --to" in t for t in recalled), recalled  # only the field with a code span

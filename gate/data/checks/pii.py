@@ -163,8 +163,12 @@ class _DetectorCheck(Check):
         windows = [[snippet_window(fh.text, fh.pii + fh.secrets, focus=h) for h in hits] for _, _, fh, hits in todo]
         hulls = [(fh.text, min(w[0] for w in ws), max(w[1] for w in ws))
                  for (_, _, fh, _), ws in zip(todo, windows, strict=True)]
+        # a field the scan read whole with the model has its spans already; only the others need the recall scan
+        need = [k for k, (_, _, fh, _) in enumerate(todo) if fh.spans is None]
+        recalled = dict(zip(need, _recall([hulls[k] for k in need], self._recall_config), strict=True))
+        extras = [fh.spans if fh.spans is not None else recalled[k] for k, (_, _, fh, _) in enumerate(todo)]
         return [[snippet(fh.text, fh.pii + fh.secrets, focus=h, extra=extra) for h in hits]
-                for (_, _, fh, hits), extra in zip(todo, _recall(hulls, self._recall_config), strict=True)]
+                for (_, _, fh, hits), extra in zip(todo, extras, strict=True)]
 
     def reduce(self, partial: Any) -> None:
         findings, counts = partial
