@@ -241,7 +241,7 @@ def _recall_nlp(ner_model: str) -> Any:
     return nlp
 
 
-def recall_spans_texts(texts: Sequence[str], config: PiiConfig | None = None) -> list[list[tuple[int, int, str]]]:
+def recall_spans_texts(texts: Sequence[str], config: PiiConfig | None = None) -> list[list[Span]]:
     """Per text, every span the NER model tags, whatever its label (PERSON, GPE, ORG, DATE, CARDINAL...) and
     whatever the configured thresholds: for masking a snippet's context, not for findings.
 
@@ -264,14 +264,13 @@ def recall_spans_texts(texts: Sequence[str], config: PiiConfig | None = None) ->
     return [_entity_spans(doc) for doc in docs]
 
 
-
 def _entity_spans(doc: Any) -> list[Span]:
     """Every entity of a spaCy document, labels mapped as presidio maps them (ORG -> ORGANIZATION, ...)."""
     mapping: dict[str, str] = NER_CONF["model_to_presidio_entity_mapping"]  # type: ignore[assignment]
     return sorted({(e.start_char, e.end_char, mapping.get(e.label_, e.label_)) for e in doc.ents})
 
 
-def recall_spans(text: str, config: PiiConfig | None = None) -> list[tuple[int, int, str]]:
+def recall_spans(text: str, config: PiiConfig | None = None) -> list[Span]:
     """`recall_spans_texts` for one text."""
     return recall_spans_texts([text], config)[0]
 
