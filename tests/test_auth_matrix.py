@@ -23,6 +23,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from gate.service.auth import GRANTS, Perm, Role, create_token
+from tests.tamper import tampered
 
 PUBLIC = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/oauth2-redirect"),
           ("GET", "/redoc"), ("GET", "/dashboard/login"), ("POST", "/dashboard/login"), ("POST", "/dashboard/logout"),
@@ -119,7 +120,7 @@ def _check_app(client: TestClient, tokens: dict[Role, str], revoked: dict[Role, 
         need = _needs(method, path)
         assert need is not None, f"{method} {path}: needs a permission this version does not define"
         is_page = _is_dashboard(path, prefix)
-        for bad in (None, "not-a-token", "Basic dXNlcjpwYXNz", tokens[Role.ci][:-4] + "AAAA",
+        for bad in (None, "not-a-token", "Basic dXNlcjpwYXNz", tampered(tokens[Role.ci]),
                     "gate_0123456789abcdef_" + "A" * 43, *revoked.values()):
             headers = {} if bad is None else {"Authorization": bad if bad.startswith("Basic") else f"Bearer {bad}"}
             res = client.request(method, url, headers=headers)
@@ -139,7 +140,7 @@ def _check_app(client: TestClient, tokens: dict[Role, str], revoked: dict[Role, 
         res = client.request(method, url, headers=cookie)
         if is_page:
             assert res.status_code not in (401, 403), (method, path, "session", res.status_code)
-            for bad_cookie in (revoked_session, session[:-2] + "AA", "x.1.y"):
+            for bad_cookie in (revoked_session, tampered(session), "x.1.y"):
                 res = client.request(method, url, headers={"Cookie": f"{dash_auth.SESSION_COOKIE}={bad_cookie}"})
                 assert res.status_code == 401, (method, path, "bad session", res.status_code)
                 counts["401"] += 1

@@ -181,3 +181,18 @@ def test_the_login_form_escapes_the_address_it_echoes(record):
     page = login_page('/x"><b', next_path='/a"><script>alert(1)</script>', message="<i>no</i>")
     assert "<script>alert" not in page and "<i>no" not in page and "&lt;i&gt;no" in page
     assert 'value="/a&quot;&gt;&lt;script&gt;' in page and 'action="/x&quot;&gt;&lt;b/login"' in page
+
+
+def test_a_forged_session_is_refused_even_where_the_real_mac_ends_as_the_forgery_would():
+    """The auth matrix forges a session by changing its MAC; a forgery that overwrote the last two characters with
+    "AA" left about one session in a thousand unchanged (and accepted), so the matrix failed by chance."""
+    from types import SimpleNamespace
+
+    from gate.dashboard import auth as dash_auth
+    from tests.tamper import tampered
+
+    app = SimpleNamespace(state=SimpleNamespace())
+    session = next(s for s in (dash_auth.issue_session(app, f"{i:016x}") for i in range(100_000)) if s.endswith("AA"))
+    assert dash_auth.session_token_id(app, session[:-2] + "AA") is not None  # the old forgery: the real session
+    assert tampered(session) != session
+    assert dash_auth.session_token_id(app, tampered(session)) is None
