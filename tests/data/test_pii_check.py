@@ -783,3 +783,39 @@ def test_a_rated_result_is_a_listing_whatever_the_rating_wording(tmp_path, triag
     listed = ("took_stop", "the_rating", "that_has", "rating_at")
     assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
     assert (sev.get("own"), sev.get("ride")) == ({"error"}, {"error"}), sev
+
+
+def test_a_place_searched_for_by_its_kind_is_a_listing_and_a_friends_home_is_not(tmp_path, triage_contract) -> None:
+    """The in-car dialogues of KVRET (606, never read before): 44 pii errors, 11 true. The model answered a search
+    for a kind of place ("the nearest hotel", "a coffee place", "Find pizza.") in wordings no listing phrase read
+    ("X is 3 miles away at ...", "Setting navigation to ...", "the route to ... is the quickest"); and 7 of the 16
+    addresses its knowledge base gives as the driver's home or a friend's house were warnings ("Home is 5 miles away
+    at ...", "... is the address." after "Where does my friend live?"). A search near the user's own position ("near
+    my current location") or with friends along is still a search; a ride's destination and an address the user
+    typed still fail the gate."""
+    row, u, a = _chat_row, "user", "assistant"
+    rows = [
+        row("distance", (u, "Where is the nearest hotel?"),
+            (a, "The Birchwood Inn is 3 miles away at 419 Quarry Rd.")),
+        row("navigate", (u, "Find coffee please."), (a, "Bean Scene is closest."), (u, "Go there, quickest route."),
+            (a, "Setting navigation to 87 Larch Lane now.")),
+        row("my_position", (u, "find me a gas station near my current location"),
+            (a, "The route to 255 Dunmore Ave is clear of traffic.")),
+        row("grocery", (u, "Where can I get groceries?"), (a, "Fresh Basket at 612 Welby Street, 2 miles away.")),
+        row("home", (u, "Where do I live?"), (a, "Home is 4 miles away at 73 Corbin Street.")),
+        row("answer", (u, "Where does my friend live?"), (a, "95 Tilden Way is the address.")),
+        row("friends_house", (u, "What is the address of my friend's house?"), (a, "It is at 95 Tilden Way.")),
+        row("companions", (u, "Find me a cafe, I am going with my friends."),
+            (a, "Bean Scene is 2 miles away at 87 Larch Lane.")),
+        row("ride", (u, "Is there a cab near me?"), (a, "Yes. Shall it take you to 5 Harlow Street as last time?")),
+        row("typed", (u, "Is there a pharmacy near 48 Pell Road?"), (a, "Yes, one is close to 48 Pell Road.")),
+    ]
+    sev = _severities(tmp_path, triage_contract, rows, rules=("pii.ADDRESS",))
+    listed = ("distance", "navigate", "my_position", "grocery", "companions")
+    assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
+    personal = ("home", "answer", "friends_house", "ride", "typed")
+    assert {rid: sev.get(rid) for rid in personal} == {rid: {"error"} for rid in personal}, sev
+    # the rule reads the row's words: a base contract that does not trust its writers refuses it
+    (tmp_path / "strict").mkdir()
+    strict = _with_pii_options(tmp_path / "strict", triage_contract, stand_ins="error")
+    assert _severities(tmp_path / "strict", strict, rows[:1], rules=("pii.ADDRESS",)) == {"distance": {"error"}}

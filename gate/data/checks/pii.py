@@ -25,6 +25,8 @@ _PII, _SECRET = PiiConfig(), SecretConfig()  # the defaults the options schemas 
 _LISTING = ", a place's address or number the assistant read out from a listing,"
 #: ... and of a place's address the model gives for the user's ride "there" (`gate.pii.context.goes_there`).
 _THERE = ", the address of a place found earlier, where the user asked to go,"
+#: ... and of a place the model found for a user who asked for one by its kind (`searches_for_a_place`).
+_FOUND = ", the address or number of a place the user searched for, as the assistant found it,"
 
 
 @dataclass
@@ -36,6 +38,9 @@ class _Seen:
     there: set[str] = field(default_factory=set)
     given: set[str] = field(default_factory=set)
     going: bool = False  # a user turn asked for a ride "there", to the place found (`wants_to_go_there`)
+    searched: bool = False  # a user turn asked for a place by its kind (`searches_for_a_place`)
+    own_place: bool = False  # a user turn named someone's place (`names_own_place`)
+    ride: bool = False  # a user turn asked for a ride (`asks_for_a_ride`)
 
 
 def _listed_key(value: str) -> str:
@@ -278,18 +283,22 @@ class PiiCheck(_DetectorCheck):
 
     def _remember(self, fh: Any, hits: list[Any], why: list[str], seen: _Seen) -> None:
         """The values of `fh` read out as a listing or a trip "there" (`_stand_in`), those a user turn gave, and
-        whether a user turn asked for a ride "there" (`wants_to_go_there`)."""
+        whether a user turn asked for a ride "there" (`wants_to_go_there`), for a place by its kind
+        (`searches_for_a_place`), named someone's place (`names_own_place`) or asked for a ride (`asks_for_a_ride`)."""
         for h, w in zip(hits, why, strict=True):
-            if w in (_LISTING, _THERE):
+            if w in (_LISTING, _THERE, _FOUND):
                 seen.listed.add(_listed_key(fh.text[h.start:h.end]))
             if w == _THERE:
                 seen.there.add(_listed_key(fh.text[h.start:h.end]))
         if fh.role == "user":
+            from gate.pii.context import asks_for_a_ride, names_own_place, searches_for_a_place, wants_to_go_there
+
             seen.given.update(_listed_key(fh.text[h.start:h.end]) for h in hits)
             if not seen.going:
-                from gate.pii.context import wants_to_go_there
-
                 seen.going = wants_to_go_there(fh.text)
+            seen.own_place = seen.own_place or names_own_place(fh.text)
+            seen.ride = seen.ride or asks_for_a_ride(fh.text)
+            seen.searched = seen.searched or searches_for_a_place(fh.text)
 
     def _stand_in(self, hit: Any, fh: Any, asked: str, seen: _Seen) -> str:
         """Why the hit stands in for a value rather than being one (what the warning says), or "": a value written
@@ -300,7 +309,10 @@ class PiiCheck(_DetectorCheck):
         identifies and links nobody, unless the sentence ties it to a person (`names_no_owner`). Nor does such a
         value when a later turn shares it ("share the location 199 Aegean Way with Jonathan") or, for a ride
         "there", confirms the ride: the place the model found, not where the writer is. A ride the user books to a
-        listed place without pointing "there" stays their destination (a finding a reader labels true)."""
+        listed place without pointing "there" stays their destination (a finding a reader labels true).
+        An address or number the model gives, no user turn gave and nothing ties to a person, in a dialogue where the
+        user asked for a place by its kind ("the nearest hotel") and never for their own place or a ride, is the
+        found place's however the model words it (`searches_for_a_place`)."""
         from gate.pii.context import (
             asks_for_listing,
             given_as_example,
@@ -308,8 +320,11 @@ class PiiCheck(_DetectorCheck):
             heads_to,
             listed_contact,
             names_no_owner,
+            names_own_place,
+            navigates,
             offers_to_share,
             placeholder_value,
+            searches_for_a_place,
             sends_there,
             shares_a_place,
             shares_it,
@@ -326,12 +341,19 @@ class PiiCheck(_DetectorCheck):
         address = hit.entity_type == "ADDRESS"
         unowned = names_no_owner(fh.text, hit.start)  # nothing in its sentence ties it to a person
         if fh.role == "assistant":
+            if names_own_place(asked):
+                # the answer to "Where does my friend live?": "347 Alta Mesa Ave. is the address." (KVRET) is the
+                # friend's, however worded
+                return ""
             if listed_contact(fh.text, hit.start, hit.end) or (unowned and (
                     asks_for_listing(asked, value)
                     or (address and key not in seen.given and offers_to_share(fh.text, hit.start, hit.end)))):
                 return _LISTING
             if address and unowned and (goes_there(asked, value) or (seen.going and key not in seen.given)):
                 return _THERE
+            if (unowned and seen.searched and not (seen.own_place or seen.ride) and key not in seen.given
+                    and (searches_for_a_place(asked) or navigates(asked) or navigates(fh.text))):
+                return _FOUND
         elif address and fh.role == "user":
             # the user types the found place's address: "I need a cab to get there. I want to head to 45 San
             # Clemente Drive", "I need to go to 750 Tennant Station on a shared ride, i require a cab to go there";
