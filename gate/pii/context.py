@@ -764,6 +764,18 @@ def names_own_place(turn: str) -> bool:
     return bool(_OWN_PLACE.search(turn))
 
 
+#: Someone's place as where a search starts from: "a dentist near my home", "directions from my house".
+_FROM_OWN = re.compile(r"(?i)\b(?:near(?:est)?|around|close(?:st)?\s+to|next\s+to|from|by|within)\s+(?:\w+\s+){0,3}$")
+
+
+def asks_about_own_place(turn: str) -> bool:
+    """True when the user's turn asks about someone's place itself ("Where does my friend live?", "What is the
+    address of my friend's house?"), not from it ("a pharmacy near my home"). Why: the model's answer is then that
+    person's address however it is worded ("347 Alta Mesa Ave. is the address.", KVRET), where the same words after
+    a search would read as a place's listing."""
+    return any(not _FROM_OWN.search(turn, 0, m.start()) for m in _OWN_PLACE.finditer(turn))
+
+
 def asks_for_a_ride(turn: str) -> bool:
     """True when the user's turn asks for a ride, cab or pickup: its destination is where the rider goes, so
     `searches_for_a_place` no longer speaks for the dialogue's addresses (`wants_to_go_there` reads which are the

@@ -805,13 +805,14 @@ def test_a_place_searched_for_by_its_kind_is_a_listing_and_a_friends_home_is_not
         row("home", (u, "Where do I live?"), (a, "Home is 4 miles away at 73 Corbin Street.")),
         row("answer", (u, "Where does my friend live?"), (a, "95 Tilden Way is the address.")),
         row("friends_house", (u, "What is the address of my friend's house?"), (a, "It is at 95 Tilden Way.")),
+        row("near_home", (u, "Is there a dentist near my home?"), (a, "Yes, Dr. Ames is located at 14 Birch Road.")),
         row("companions", (u, "Find me a cafe, I am going with my friends."),
             (a, "Bean Scene is 2 miles away at 87 Larch Lane.")),
         row("ride", (u, "Is there a cab near me?"), (a, "Yes. Shall it take you to 5 Harlow Street as last time?")),
         row("typed", (u, "Is there a pharmacy near 48 Pell Road?"), (a, "Yes, one is close to 48 Pell Road.")),
     ]
     sev = _severities(tmp_path, triage_contract, rows, rules=("pii.ADDRESS",))
-    listed = ("distance", "navigate", "my_position", "grocery", "companions")
+    listed = ("distance", "navigate", "my_position", "grocery", "companions", "near_home")
     assert {rid: sev.get(rid) for rid in listed} == {rid: {"warning"} for rid in listed}, sev
     personal = ("home", "answer", "friends_house", "ride", "typed")
     assert {rid: sev.get(rid) for rid in personal} == {rid: {"error"} for rid in personal}, sev

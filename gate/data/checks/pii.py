@@ -314,13 +314,13 @@ class PiiCheck(_DetectorCheck):
         user asked for a place by its kind ("the nearest hotel") and never for their own place or a ride, is the
         found place's however the model words it (`searches_for_a_place`)."""
         from gate.pii.context import (
+            asks_about_own_place,
             asks_for_listing,
             given_as_example,
             goes_there,
             heads_to,
             listed_contact,
             names_no_owner,
-            names_own_place,
             navigates,
             offers_to_share,
             placeholder_value,
@@ -341,7 +341,7 @@ class PiiCheck(_DetectorCheck):
         address = hit.entity_type == "ADDRESS"
         unowned = names_no_owner(fh.text, hit.start)  # nothing in its sentence ties it to a person
         if fh.role == "assistant":
-            if names_own_place(asked):
+            if asks_about_own_place(asked):
                 # the answer to "Where does my friend live?": "347 Alta Mesa Ave. is the address." (KVRET) is the
                 # friend's, however worded
                 return ""
