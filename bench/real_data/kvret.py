@@ -15,25 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 from pathlib import Path
+
+import holdout
 
 REPO = "HLTCHKUST/Mem2Seq"
 COMMIT = "4224ccf9e14956115cfdc98814d340d9bd7b953e"
 FILES = ("data/KVR/kvret_dev_public.json", "data/KVR/kvret_test_public.json")
-CONTRACT = """\
-name: kvret-pii-holdout
-version: "1.0"
-description: KVRET in-car dialogues (dev and test) as chat rows, a held-out pii precision set.
-fields:
-  id: {type: string, required: true, unique: true}
-  task: {type: string, required: true}
-messages:
-  roles: [user, assistant]
-  max_messages: 200
-text:
-  roles: [user, assistant]
-"""
+CONTRACT = holdout.CONTRACT.format(
+    name="kvret-pii-holdout", extra="  task: {type: string, required: true}\n",
+    description="KVRET in-car dialogues (dev and test) as chat rows, a held-out pii precision set.")
 
 
 def main() -> None:
@@ -41,26 +32,18 @@ def main() -> None:
     ap.add_argument("--mirrors", type=Path, required=True, help="the fetch tool's mirror root (<owner>+<name>/repo)")
     ap.add_argument("-o", "--out", type=Path, required=True)
     args = ap.parse_args()
-    git = ["git", "--git-dir", str(args.mirrors / REPO.replace("/", "+") / "repo")]
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    if commit != COMMIT:
-        raise SystemExit(f"{REPO}: mirror at {commit[:7]}, this set is pinned to {COMMIT[:7]}")
+    read = holdout.pinned_reader(args.mirrors, REPO, COMMIT)
     rows = []
     for path in FILES:
         split = path.rsplit("_", 2)[-2]
-        for n, d in enumerate(json.loads(subprocess.run([*git, "show", f"{commit}:{path}"], check=True,
-                                                        capture_output=True).stdout)):
+        for n, d in enumerate(json.loads(read(path))):
             turns = [t for t in d["dialogue"] if t["data"].get("utterance", "").strip()]
             if not turns:
                 continue
             rows.append({"id": f"kvret-{split}-{n:03d}", "task": d["scenario"]["task"]["intent"], "messages": [
                 {"role": "user" if t["turn"] == "driver" else "assistant", "content": t["data"]["utterance"]}
                 for t in turns]})
-    (args.out / "data").mkdir(parents=True, exist_ok=True)
-    with open(args.out / "data" / "train.jsonl", "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    (args.out / "contract.yaml").write_text(CONTRACT)
+    holdout.write_chat_set(args.out, rows, CONTRACT)
     print(f"{len(rows)} dialogues -> {args.out}/data/train.jsonl")
 
 

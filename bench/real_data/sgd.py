@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 from pathlib import Path
+
+import holdout
 
 REPO = "google-research-datasets/dstc8-schema-guided-dialogue"
 COMMIT = "e852981ae34990f4358979625854259302feaa78"
@@ -32,18 +33,9 @@ FILES = ([f"dev/dialogues_{i:03d}.json" for i in (*range(1, 15), 16, 19, 20)]
 TRAIN_FILES = [f"train/dialogues_{i:03d}.json" for i in (
     *range(1, 37), *range(38, 52), 57, 59, 61, 62, 63, 64, 65, 67, 69, *range(86, 93), *range(95, 104),
     *range(105, 117), *range(119, 128))]
-CONTRACT = """\
-name: sgd-pii-holdout
-version: "1.0"
-description: Schema-Guided Dialogue (dev and test splits) as chat rows, a held-out pii precision set.
-fields:
-  id: {type: string, required: true, unique: true}
-messages:
-  roles: [user, assistant]
-  max_messages: 200
-text:
-  roles: [user, assistant]
-"""
+CONTRACT = holdout.CONTRACT.format(
+    name="sgd-pii-holdout", extra="",
+    description="Schema-Guided Dialogue (dev and test splits) as chat rows, a held-out pii precision set.")
 
 
 def main() -> None:
@@ -56,14 +48,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--exclude", type=Path, help="a train.jsonl this script wrote: its dialogues are not drawn")
     args = ap.parse_args()
-    git_dir = args.mirrors / REPO.replace("/", "+") / "repo"
-    git = ["git", "--git-dir", str(git_dir)]
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    if commit != COMMIT:
-        raise SystemExit(f"{REPO}: mirror at {commit[:7]}, this set is pinned to {COMMIT[:7]}")
+    read = holdout.pinned_reader(args.mirrors, REPO, COMMIT)
     rows = []
     for path in FILES if args.split == "devtest" else TRAIN_FILES:
-        data = json.loads(subprocess.run([*git, "show", f"{commit}:{path}"], check=True, capture_output=True).stdout)
+        data = json.loads(read(path))
         for d in data:
             rows.append({"id": f"sgd-{path.split('/')[0]}-{d['dialogue_id']}", "messages": [
                 {"role": "user" if t["speaker"] == "USER" else "assistant", "content": t["utterance"]}
@@ -73,11 +61,7 @@ def main() -> None:
         rows = [r for r in rows if r["id"] not in taken]
     random.seed(args.seed)
     sample = random.sample(rows, min(args.rows, len(rows)))
-    (args.out / "data").mkdir(parents=True, exist_ok=True)
-    with open(args.out / "data" / "train.jsonl", "w", encoding="utf-8") as f:
-        for r in sample:
-            f.write(json.dumps(r) + "\n")
-    (args.out / "contract.yaml").write_text(CONTRACT)
+    holdout.write_chat_set(args.out, sample, CONTRACT)
     print(f"{len(sample)} of {len(rows)} dialogues -> {args.out}/data/train.jsonl")
 
 
