@@ -59,6 +59,9 @@ _AFTER_ADDRESS = re.compile(
 _WHERE_AFTER = re.compile(r"(?i)^[ \t,]*(?:is\s+|was\s+)?where\s+(?:I|we|you|he|she|they|my|our|his|her|their)\b")
 _CLAUSE_END = re.compile(r"[.!?\n](?=\s|$)|\n")
 _WINDOW = 120
+#: How far before a value a rule reads the rest of its turn (`sends_there`, `shares_a_place`): a user's turn, not a
+#: document; bounded so a long turn costs linear time.
+_TURN_WINDOW = 400
 
 
 def _clause_before(text: str, start: int) -> str:
@@ -670,6 +673,13 @@ def _asks_about_a_place(asked: str, value: str, asks: Callable[[str], bool]) -> 
     assistance. Can you get me a cab to go there?" the "your" thanks the model."""
     if not asked or value.strip(" .,") in asked:
         return False
+    return _points_at_a_place(asked, asks)
+
+
+@functools.lru_cache(maxsize=64)
+def _points_at_a_place(asked: str, asks: Callable[[str], bool]) -> bool:
+    """`_asks_about_a_place` without the value: the same for every value of the model's turn, so read once per turn
+    (a turn of thousands of values read the user's turn thousands of times)."""
     return any(asks(s) and (bool(_OF_A_PLACE.search(s)) or not _PERSONAL_BEFORE.search(_COMPANIONS.sub("", s)))
                for s in _SENTENCE.findall(asked))
 
@@ -735,6 +745,7 @@ _OWN_PLACE = re.compile(r"(?i)\b(?:my|our)\s+(?:" + _KIN + r"(?:'s|s'|s)?\s+|own
 _RIDE = re.compile(r"(?i)\b(?:ride|cab|taxi|uber|lyft|car\s+service|pick\s*(?:me|us)?\s*up|pickup|drop\s+(?:me|us))\b")
 
 
+@functools.lru_cache(maxsize=64)
 def searches_for_a_place(turn: str) -> bool:
     """True when the user's turn asks for a place by its kind ("the nearest hotel", "a coffee place", "Is there a
     parking garage?") and names nobody's place nor a ride. Why: the street address and number the model answers
@@ -751,6 +762,7 @@ _NAVIGATES = re.compile(r"(?i)\b(?:navigat\w*|route|directions?|gps|map|traffic|
                         r"\s+away)\b")
 
 
+@functools.lru_cache(maxsize=64)
 def navigates(turn: str) -> bool:
     """True when the turn speaks of a car's navigation: after a search for a place (`searches_for_a_place`), the
     address it routes to is the found place's ("Setting navigation to 270 Altaire Walk now", "Yes, the route to 611
@@ -768,12 +780,14 @@ def names_own_place(turn: str) -> bool:
 _FROM_OWN = re.compile(r"(?i)\b(?:near(?:est)?|around|close(?:st)?\s+to|next\s+to|from|by|within)\s+(?:\w+\s+){0,3}$")
 
 
+@functools.lru_cache(maxsize=64)
 def asks_about_own_place(turn: str) -> bool:
     """True when the user's turn asks about someone's place itself ("Where does my friend live?", "What is the
     address of my friend's house?"), not from it ("a pharmacy near my home"). Why: the model's answer is then that
     person's address however it is worded ("347 Alta Mesa Ave. is the address.", KVRET), where the same words after
     a search would read as a place's listing."""
-    return any(not _FROM_OWN.search(turn, 0, m.start()) for m in _OWN_PLACE.finditer(turn))
+    # the few words before each mention only: a search of the whole prefix per mention is quadratic in a long turn
+    return any(not _FROM_OWN.search(turn, max(0, m.start() - 60), m.start()) for m in _OWN_PLACE.finditer(turn))
 
 
 def asks_for_a_ride(turn: str) -> bool:
@@ -793,7 +807,9 @@ def sends_there(turn: str, start: int, end: int) -> bool:
     """True when the user's turn asks for a ride "there" before the address at `start:end` or in the rest of its
     sentence: the address the user types is then the found place's ("I need a cab to get there. I want to head to
     45 San Clemente Drive", "I need to go to 750 Tennant Station on a shared ride, i require a cab to go there")."""
-    return wants_to_go_there(turn[:start]) or wants_to_go_there(_clause_after(turn, end))
+    # the words of a bounded window before the value: the whole prefix for each of a turn's values was quadratic in a
+    # long turn (a pull request writes it); a "there" further back leaves the address an error, the safe side
+    return wants_to_go_there(turn[max(0, start - _TURN_WINDOW):start]) or wants_to_go_there(_clause_after(turn, end))
 
 
 def heads_to(turn: str, start: int) -> bool:
@@ -820,6 +836,9 @@ _SHARING = re.compile(r"(?i)(?<!ride\s)\b(?:shar(?:e|es|ed|ing)\b(?!\s+(?:a\s+)?
                       r"|send(?:ing)?\s+(?:the\s+)?(?:location|address)\b)")
 
 
+_SENTENCE_END = re.compile(r"[.!?\n]")
+
+
 def offers_to_share(text: str, start: int, end: int) -> bool:
     """True when the model's question offers the value as the one to share: "Which address do you want me to share?
     57 North Milpitas Boulevard, KLIA International Airport or somewhere else?", "What address to be shared, 1047
@@ -829,7 +848,7 @@ def offers_to_share(text: str, start: int, end: int) -> bool:
     left = text[max(0, start - _WINDOW):start]
     cuts = [m.end() for m in _CLAUSE_END.finditer(left)]
     before = left[cuts[-2] if len(cuts) > 1 else 0:]  # the sentence before the value's, and its own start
-    after = re.search(r"[.!?\n]", text[end:])
+    after = _SENTENCE_END.search(text, end)
     return (bool(after) and after.group() == "?" and bool(_SHARING.search(before))
             and not _PERSONAL_BEFORE.search(before))
 
@@ -868,7 +887,7 @@ def shares_a_place(turn: str, start: int) -> bool:
     """True when the user's turn, before the address at `start`, asks to share a place's address ("their address",
     "the address for this place") and nothing in the address's sentence ties it to a person. Why: the user then
     types the address of the place the model found (Schema-Guided Dialogue); "share my address" stays theirs."""
-    return bool(_SHARES_A_PLACE.search(turn, 0, start)) and names_no_owner(turn, start)
+    return bool(_SHARES_A_PLACE.search(turn, max(0, start - _TURN_WINDOW), start)) and names_no_owner(turn, start)
 
 
 def shares_it(text: str, start: int) -> bool:

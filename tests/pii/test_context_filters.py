@@ -232,3 +232,23 @@ def test_a_venue_named_by_a_number_is_no_street_address(pattern_cfg: PiiConfig) 
     assert found[0] == [], found
     assert found[1] == ["12 Hotel Street"], found
     assert found[2] and found[2][0].startswith("39 Brooklyn Bridge Road"), found
+
+
+def test_the_dialogue_rules_read_a_long_user_turn_in_linear_time() -> None:
+    """A pull request writes the rows, so a user turn can be 100 KB of "near my home". The own-place question
+    (`asks_about_own_place`) looked for "near"/"from" in the whole text before each mention, quadratic in the turn:
+    31 CPU seconds for 104 KB on this machine. Each rule now reads a bounded window; four times the text costs about
+    four times the time (a quadratic rule would cost ~16x)."""
+    import time
+
+    from gate.pii import context
+
+    for rule in (context.asks_about_own_place, context.searches_for_a_place, context.names_own_place,
+                 context.asks_for_a_ride, context.navigates):
+        costs = []
+        for reps in (2000, 8000):
+            text = "near my home " * reps
+            t0 = time.process_time()
+            rule(text)
+            costs.append(time.process_time() - t0)
+        assert costs[1] < 8 * max(costs[0], 0.05), (rule.__name__, costs)
