@@ -6,6 +6,7 @@ gate.pii.oracles), redaction, scrubbing and the checks all hold hits; none of th
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,8 +55,15 @@ def resolve_overlaps(hits: Sequence[Hit]) -> list[Hit]:
     """
     order = sorted(hits, key=lambda h: (-_RANK.get(h.entity_type, len(LEAST_SPECIFIC)), -h.score,
                                         -(h.end - h.start), h.start, h.entity_type))
+    # the kept hits never overlap one another, so sorted by start their ends rise too: the one kept hit that can
+    # overlap a new one is the last that starts before it ends (a binary search, not a pass over all kept: a text
+    # of 3,000 hits made 4.5 million comparisons)
     kept: list[Hit] = []
+    starts: list[int] = []
     for h in order:
-        if not any(k.start < h.end and h.start < k.end for k in kept):
-            kept.append(h)
+        k = bisect.bisect_left(starts, h.end)
+        if k and kept[k - 1].end > h.start:
+            continue
+        starts.insert(k, h.start)
+        kept.insert(k, h)
     return _sort(kept)

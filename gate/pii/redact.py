@@ -24,12 +24,13 @@ identifiers (row ids, file, split and field names) that look like personal data 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
 from collections.abc import Sequence
 from importlib import resources
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class Span(Protocol):
@@ -266,39 +267,67 @@ def _window_spans(reported: Sequence[tuple[int, int, str]], extra: Sequence[tupl
     return [(s, e, lab) for s, e, lab, _, _ in out]
 
 
-def snippet_window(text: str, hits: Sequence[Span], width: int = 60, *, focus: Span | None = None
-                   ) -> tuple[int, int]:
+class Merged(NamedTuple):
+    """The hits of a text as `snippet` masks them (`merged_spans`): sorted, disjoint spans and their ends."""
+
+    spans: list[tuple[int, int, str]]
+    ends: list[int]
+
+
+def merged_spans(text: str, hits: Sequence[Span]) -> Merged:
+    """The hits of `text` as `snippet` masks them: overlapping ones merged, clipped to the text; sorted, disjoint.
+
+    A caller building one snippet per hit of a field computes this once and passes it as `merged`: merging every
+    hit again for each of them was quadratic in the field's hits (a 100 KB row of 3,000 addresses took 31 CPU s).
+    """
+    spans = [(max(0, s), min(len(text), e), lab) for s, e, lab in _merged(hits) if e > s]
+    return Merged(spans, [e for _, e, _ in spans])
+
+
+def _overlapping(merged: Merged, lo: int, hi: int) -> list[tuple[int, int, str]]:
+    """The merged spans that overlap [lo, hi): a binary search, then only those."""
+    out = []
+    for k in range(bisect.bisect_right(merged.ends, lo), len(merged.spans)):
+        if merged.spans[k][0] >= hi:
+            break
+        out.append(merged.spans[k])
+    return out
+
+
+def snippet_window(text: str, hits: Sequence[Span], width: int = 60, *, focus: Span | None = None,
+                   merged: Merged | None = None) -> tuple[int, int]:
     """The part of `text` that `snippet` shows: `width` characters around `focus` (default: the first hit), moved
     to word boundaries and widened so no hit straddles an edge (a cut value would show its tail unredacted).
 
     Exposed so a caller can run its recall scan on many windows in one batch before building the snippets.
+    `merged`: `merged_spans(text, hits)`, for a caller that asks for many windows over the same hits.
     """
-    spans = [(max(0, s), min(len(text), e)) for s, e, _ in _merged(hits) if e > s]
-    if not spans:
+    m = merged_spans(text, hits) if merged is None else merged
+    if not m.spans:
         return 0, _word_end(text, min(len(text), 2 * width))
-    f_start, f_end = (focus.start, focus.end) if focus is not None else spans[0]
+    f_start, f_end = (focus.start, focus.end) if focus is not None else m.spans[0][:2]
     lo, hi = _word_start(text, max(0, f_start - width)), _word_end(text, min(len(text), f_end + width))
-    changed = True
-    while changed:  # include whole hits that straddle an edge
-        changed = False
-        for s, e in spans:
-            if s < hi and e > lo and (s < lo or e > hi):
-                lo, hi, changed = min(lo, s), max(hi, e), True
-    return lo, hi
+    while True:  # include whole hits that straddle an edge
+        inside = _overlapping(m, lo, hi)
+        wider = (min([lo, *(s for s, _, _ in inside)]), max([hi, *(e for _, e, _ in inside)]))
+        if wider == (lo, hi):
+            return lo, hi
+        lo, hi = wider
 
 
 def snippet(text: str, hits: Sequence[Span], width: int = 60, *, focus: Span | None = None,
-            extra: Sequence[tuple[int, int, str]] = ()) -> str:
+            extra: Sequence[tuple[int, int, str]] = (), merged: Merged | None = None) -> str:
     """About `width` characters of context on each side of `focus` (default: the first hit), every hit in the
     window redacted and the rest of the window through `mask_context` (see `snippet_window`).
 
     `extra`: more (start, end, label) spans of `text` to mask with a typed placeholder, typically a recall scan
     (`gate.pii.recall_spans_texts`) of what the reported hits left out. The result is one clean line with "…"
-    where text was left out. With no hits, the first `2 * width` characters, masked.
+    where text was left out. With no hits, the first `2 * width` characters, masked. `merged`: as for
+    `snippet_window`.
     """
-    spans = [(max(0, s), min(len(text), e), lab) for s, e, lab in _merged(hits) if e > s]
-    lo, hi = snippet_window(text, hits, width, focus=focus)
-    inside = [sp for sp in spans if sp[1] > lo and sp[0] < hi]
+    m = merged_spans(text, hits) if merged is None else merged
+    lo, hi = snippet_window(text, hits, width, focus=focus, merged=m)
+    inside = _overlapping(m, lo, hi)
     if extra:
         around = [(max(s, lo), min(e, hi), lab) for s, e, lab in extra if s < hi and e > lo]
         inside = _window_spans(inside, around)

@@ -9,7 +9,9 @@ redacted.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,21 @@ def _listed_key(value: str) -> str:
 
 #: What a place's listing gives: its street address and phone number (`gate.pii.context.listed_contact`).
 _LISTED_TYPES = frozenset({"ADDRESS", "PHONE_NUMBER"})
+
+
+def _near_spans(spans: list[tuple[int, int, str]]) -> Callable[[tuple[int, int]], list[tuple[int, int, str]]]:
+    """A lookup of the spans that overlap a window (lo, hi), in their order: sorted once by start, then a binary
+    search bounded by the longest span, so a field's many snippets do not each read all its spans."""
+    ordered = sorted(range(len(spans)), key=lambda k: spans[k][0])
+    starts = [spans[k][0] for k in ordered]
+    longest = max((e - s for s, e, _ in spans), default=0)
+
+    def near(window: tuple[int, int]) -> list[tuple[int, int, str]]:
+        lo, hi = window
+        ks = ordered[bisect.bisect_left(starts, lo - longest):bisect.bisect_left(starts, hi)]
+        return [spans[k] for k in sorted(ks) if spans[k][0] < hi and spans[k][1] > lo]
+
+    return near
 
 
 def _recall(fields: list[tuple[str, int, int]], config: Any) -> list[list[tuple[int, int, str]]]:
@@ -164,16 +181,22 @@ class _DetectorCheck(Check):
         """Per field with hits, the snippet of each hit: windows, one recall scan per field, context masking.
         Not called for `--snippets none` (`RunContext.snippets`), which would throw all of it away."""
         from gate.pii import snippet, snippet_window
+        from gate.pii.redact import merged_spans
 
-        windows = [[snippet_window(fh.text, fh.pii + fh.secrets, focus=h) for h in hits] for _, _, fh, hits in todo]
+        # per field, its hits merged once and each snippet's recall spans looked up near its window: a field of
+        # 3,000 hits is built in linear time, not 3,000 times over (a pull request writes the rows)
+        merged = [merged_spans(fh.text, fh.pii + fh.secrets) for _, _, fh, _ in todo]
+        windows = [[snippet_window(fh.text, (), focus=h, merged=m) for h in hits]
+                   for (_, _, fh, hits), m in zip(todo, merged, strict=True)]
         hulls = [(fh.text, min(w[0] for w in ws), max(w[1] for w in ws))
                  for (_, _, fh, _), ws in zip(todo, windows, strict=True)]
         # a field the scan read whole with the model has its spans already; only the others need the recall scan
         need = [k for k, (_, _, fh, _) in enumerate(todo) if fh.spans is None]
         recalled = dict(zip(need, _recall([hulls[k] for k in need], self._recall_config), strict=True))
         extras = [fh.spans if fh.spans is not None else recalled[k] for k, (_, _, fh, _) in enumerate(todo)]
-        return [[snippet(fh.text, fh.pii + fh.secrets, focus=h, extra=extra) for h in hits]
-                for (_, _, fh, hits), extra in zip(todo, extras, strict=True)]
+        return [[snippet(fh.text, (), focus=h, extra=near(w), merged=m) for h, w in zip(hits, ws, strict=True)]
+                for (_, _, fh, hits), m, ws, near in zip(todo, merged, windows, map(_near_spans, extras),
+                                                          strict=True)]
 
     def reduce(self, partial: Any) -> None:
         findings, counts = partial
