@@ -23,6 +23,13 @@ from gate.io.rows import Row
 SEVERITIES = ("error", "warning", "info")
 
 
+def severity_rank(severity: str) -> int:
+    """Where a finding of `severity` stands in anything capped or read top down (report examples, annotations,
+    pages): what fails the gate first. In file order alone, a check's first ten findings of a real set were
+    warnings and the error that failed the gate was not among them."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
 def cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and of its children it has waited for.
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from gate.data.base import CheckResult, Finding
+from gate.data.base import CheckResult, Finding, severity_rank
 from gate.data.runner import CheckRun
 from gate.io.atomic import atomic_dir
 from gate.names import CHECK_NAMES
@@ -27,9 +27,13 @@ def _split_rank(run: CheckRun) -> dict[str, int]:
 
 
 def sorted_findings(run: CheckRun, res: CheckResult) -> list[Finding]:
-    """In file order; in a pull-request run the new findings first (gate.data.novelty), then the existing ones."""
+    """Errors, then warnings, then info, each in file order; in a pull-request run the new findings first
+    (gate.data.novelty), then the existing ones. Every capped view reads this order (report.json's cap, report.md's
+    examples, junit's failure text, the annotations): in file order alone the first ten of a check with hundreds of
+    warnings hid the error that failed it."""
     rank = _split_rank(run)
-    return sorted(res.findings, key=lambda f: (f.novelty == "existing", rank.get(f.split, -1),
+    return sorted(res.findings, key=lambda f: (f.novelty == "existing", severity_rank(f.severity),
+                                               rank.get(f.split, -1),
                                                f.row if f.row is not None else -1, f.field or "", f.rule))
 
 
@@ -250,6 +254,15 @@ def _property(value: str) -> str:
             .replace(",", "%2C"))
 
 
+def _annotation_level(res: CheckResult, f: Finding) -> str:
+    """The workflow command for one finding: `error` only for an error of a check that failed, `warning` for a
+    warning (or an error the check's threshold allows), `notice` for info. Every finding of a failed check was an
+    `::error` on the pull request's diff, its warnings too: a story's character shown as a failure."""
+    if f.severity == "info":
+        return "notice"
+    return "error" if f.severity == "error" and res.status == "fail" else "warning"
+
+
 def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
     """`::error file=...,line=...::` workflow commands, capped per check so a bad file does not flood the log.
 
@@ -267,8 +280,8 @@ def github_annotations(run: CheckRun, max_per_check: int = 20) -> list[str]:
         return repo_relative(file, root)
 
     for r in run.results:
-        level = "error" if r.status == "fail" else "warning"
         for f in sorted_findings(run, r)[:max_per_check]:
+            level = _annotation_level(r, f)
             # a contract_change finding names the contract file (repository-relative) as its "split"
             file = split_file.get(f.split) or (f.split if r.name == "contract_change" else run.dataset)
             loc = f"file={_property(shown(file))}" + (

@@ -18,7 +18,7 @@ from os.path import realpath
 from typing import Any
 
 from gate.errors import GateError
-from gate.store.db import connect, db_path, is_held
+from gate.store.db import SEVERITY_RANK_SQL, connect, db_path, is_held
 
 DDL = [
     """CREATE TABLE IF NOT EXISTS jobs (
@@ -243,7 +243,8 @@ def api_check_run(path: str | None, run_id: str) -> dict[str, Any] | None:
 def api_findings(path: str | None, run_id: str, limit: int) -> list[dict[str, Any]]:
     """A run's findings as stored (snippets already redacted by the checks; the route masks them again)."""
     return _table_rows(path, "findings", 'SELECT "check", split, "row", field, rule, severity, message, snippet, '
-                       'row_id FROM findings WHERE run_id = ? ORDER BY "check", split, "row" LIMIT ?', [run_id, limit])
+                       f'row_id FROM findings WHERE run_id = ? ORDER BY {SEVERITY_RANK_SQL}, "check", split, "row" '
+                       'LIMIT ?', [run_id, limit])
 
 
 def api_score_runs(path: str | None, limit: int) -> list[dict[str, Any]]:

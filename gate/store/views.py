@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
+from gate.store.db import SEVERITY_RANK_SQL
 
 ISO = "strftime(timezone('UTC', {col}), '%Y-%m-%dT%H:%M:%SZ')"
 JSON_FIELDS = {"alignment", "noise_floor", "warnings", "engine_flags", "suite_hashes", "scores",
@@ -293,12 +294,13 @@ def check_run(con: Any | None, run_id: str, *, check: str | None = None, rule: s
     cols = '"check", split, "row", field, rule, severity, message, snippet, row_id'
     if per_check is not None:
         run["findings"] = _rows(con.execute(
-            f'SELECT {cols} FROM (SELECT {cols}, row_number() OVER (PARTITION BY "check" ORDER BY split, "row", '
-            f'rule) AS rn FROM findings WHERE {where}) WHERE rn <= ? ORDER BY "check", split, "row", rule',
-            [*params, per_check]))
+            f'SELECT {cols} FROM (SELECT {cols}, {SEVERITY_RANK_SQL} AS sev, row_number() OVER (PARTITION BY "check" '
+            f'ORDER BY {SEVERITY_RANK_SQL}, split, "row", rule) AS rn FROM findings WHERE {where}) WHERE rn <= ? '
+            f'ORDER BY "check", sev, split, "row", rule', [*params, per_check]))
     else:
         run["findings"] = _rows(con.execute(
-            f'SELECT {cols} FROM findings WHERE {where} ORDER BY "check", split, "row", rule LIMIT ? OFFSET ?',
+            f'SELECT {cols} FROM findings WHERE {where} ORDER BY "check", {SEVERITY_RANK_SQL}, split, "row", rule '
+            'LIMIT ? OFFSET ?',
             [*params, limit, offset]))
     return run
 
