@@ -117,9 +117,11 @@ def test_scrub_pseudonyms_are_consistent_across_a_conversation_with_ner(tmp_path
     if not ner_available(PiiConfig()):
         pytest.skip("the spaCy NER model is not installed")
     contract = _contract(tmp_path, scrub={"operators": {"PERSON": "pseudonym"}}, use_ner=True)
-    # The NER model finds "Michael" only in the question and "Sarah" only in the answer (after "Dear"); a lone given
-    # name in a word problem is not a finding by itself (gate.pii.context), so each turn alone would keep one name.
-    rows = [_row("w-2", "Sarah has 12 apples and gives 5 of them to Michael. How many apples does Sarah keep?",
+    # The NER model finds "Michael" only in the question (after "thanks") and "Sarah" only in the answer (after
+    # "Dear"); a lone given name in a word problem is not a finding by itself (gate.pii.context), nor is one after
+    # "to" in prose ("gives 5 of them to Michael"), so each turn alone would keep one name.
+    rows = [_row("w-2", "Sarah has 12 apples and says: thanks Michael, take 5 of them. "
+                        "How many apples does Sarah keep?",
                  answer="Dear Sarah, you keep 12 - 5 = 7 apples, and Michael now has 5 apples.")]
     _write(tmp_path / "ds" / "train.jsonl", rows)
     scrub_dataset(str(tmp_path / "ds"), contract, str(tmp_path / "out"))
@@ -128,7 +130,7 @@ def test_scrub_pseudonyms_are_consistent_across_a_conversation_with_ner(tmp_path
     question, answer = out["w-2"]
     assert "Sarah" not in str(out["w-2"]) and "Michael" not in str(out["w-2"]), out["w-2"]
     sarah = question.split(" has 12", 1)[0]
-    michael = question.split("to ", 1)[1].split(".", 1)[0]
+    michael = question.split("thanks ", 1)[1].split(",", 1)[0]
     assert {sarah, michael} == {"<PERSON_1>", "<PERSON_2>"}, question  # numbered per row, one tag per value
     assert question.count(sarah) == 2 and answer.startswith(f"Dear {sarah}, you keep"), (question, answer)
     assert f"{michael} now has" in answer, answer
