@@ -55,6 +55,9 @@ def test_the_error_that_failed_the_gate_leads_every_capped_view(checked: tuple[P
     body = junit[junit.index("<failure"):]
     assert body.index("train:31 ") < body.index("train:1 ")
 
+    # the verdict line says how many of the findings fail the gate
+    assert f"{N_WARN + 1} finding(s) (1 error(s))," in stdout, stdout
+
     ann = [line for line in stdout.splitlines() if line.startswith("::")]
     assert len(ann) == 20  # capped per check
     assert ann[0].startswith("::error ") and "line=31," in ann[0]

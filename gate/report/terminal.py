@@ -42,6 +42,8 @@ def print_check_run(run: CheckRun, report_dir: str, *, quiet: bool = False) -> N
                     f"{run.options.get('changed_rows', 0):,} new row(s)"
     elif (run.options.get("novelty") or {}).get("full_because"):  # asked for incremental, got the full path
         recorded += f"; full check, not incremental: {mask_ident(run.options['novelty']['full_because'])}"
-    console.print(f"{verdict} {escape(run.dataset)}: {run.rows:,} rows, "
-                  f"{sum(len(r.findings) for r in run.results):,} finding(s), {run.seconds:.1f} s, "
+    # how many fail the gate, beside all findings: "1,302 finding(s)" alone read as 1,302 problems where 146 failed
+    total, errors = sum(len(r.findings) for r in run.results), sum(r.errors for r in run.results)
+    found = f"{total:,} finding(s)" + (f" ({errors:,} error(s))" if errors < total else "")
+    console.print(f"{verdict} {escape(run.dataset)}: {run.rows:,} rows, {found}, {run.seconds:.1f} s, "
                   f"run {run.run_id}{recorded} → {escape(mask_ident(str(report_dir)))}/report.md", soft_wrap=True)
