@@ -256,6 +256,9 @@ def _in_pairs(text: str, start: int, end: int, groups: list[str]) -> bool:
 _RESERVED = re.compile(r"(?:^|\.)(?:example\.(?:com|net|org|edu)|[^.]+\.(?:example|test|invalid|localhost)|"
                        r"localhost)$")
 _IDENTIFIER_LABEL = re.compile(r"_|[a-z][A-Z]")
+#: the last label of a bare dotted name in title case is a class (`java.util.Date`); a host's top-level domain is
+#: written in lower case ("Amazon.com") or all upper case
+_CLASS_LABEL = re.compile(r"[A-Z][a-z0-9]+[A-Za-z0-9]*")
 
 
 @functools.lru_cache(maxsize=16)
@@ -312,6 +315,8 @@ def not_a_url(text: str, start: int, end: int) -> bool:
     labels = text[start:end].strip("\"'<>()[]{}").split(".")
     if len(labels[0]) == 1 or any(_IDENTIFIER_LABEL.search(label) for label in labels):
         return True
+    if _CLASS_LABEL.fullmatch(labels[-1]) or text.startswith("(", end):
+        return True  # a class or a call, not a host: `java.util.Date`, `IPython.display.Audio`, `model.to(device)`
     return any(s <= start < e for s, e in _code_spans(text))
 
 

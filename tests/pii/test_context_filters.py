@@ -305,3 +305,16 @@ def test_an_instruction_in_title_case_is_no_name(ner_cfg: PiiConfig) -> None:
              "Hi, I'm Naomi Ryan from the Leeds office, reach me at naomi.ryan@gmail.com."]
     found = _found(texts, ner_cfg, "PERSON")
     assert found == [[], ["Naomi Ryan"]], found
+
+
+def test_a_class_or_a_call_written_with_dots_is_no_url(pattern_cfg: PiiConfig) -> None:
+    """Real-data bench: `IPython.display.Audio`, `java.util.Date`, `ipd.Audio()` and `model.to(device)` were URL
+    warnings (the top-level-domain list holds `.audio`, `.date`, `.to`). A bare dotted name whose last label is in
+    title case is a class, one followed by "(" a call; a domain in prose, in lower or upper case, is still a URL."""
+    texts = ["6. Finally, we can use IPython.display.Audio to play the generated speech audio.",
+             "System . out . println ( ( ( CHAR_1 + ( VAR_2 . format ( new java.util.Date ( ) ) ) ) ) ) ;",
+             "5. Move the model to GPU using 'pipe.to(cuda)' for faster processing.",
+             "Compare the prices on Amazon.com and BESTBUY.COM, then write to janedoe.dev."]
+    found = _found(texts, pattern_cfg, "URL")
+    assert found[:3] == [[], [], []], found
+    assert found[3] == ["Amazon.com", "BESTBUY.COM", "janedoe.dev"], found
