@@ -53,7 +53,8 @@ def _dropped(text: str, entity_type: str, start: int, end: int, config: PiiConfi
                 return True  # main.py, install.sh
         return context.not_a_url(text, start, end)
     if entity_type in ("PERSON", "LOCATION", "NRP", "ORGANIZATION"):
-        if _NOT_A_NAME.search(text, start, end) or context.not_the_models_script(text[start:end]):
+        if (_NOT_A_NAME.search(text, start, end) or context.not_the_models_script(text[start:end])
+                or context.not_english(text, start, end)):
             return True
         if entity_type == "LOCATION":
             return not context.locates_person(text, start, end)

@@ -318,3 +318,22 @@ def test_a_class_or_a_call_written_with_dots_is_no_url(pattern_cfg: PiiConfig) -
     found = _found(texts, pattern_cfg, "URL")
     assert found[:3] == [[], [], []], found
     assert found[3] == ["Amazon.com", "BESTBUY.COM", "janedoe.dev"], found
+
+
+def test_the_english_model_reads_no_names_in_a_line_of_another_language(ner_cfg: PiiConfig) -> None:
+    """The pinned model reads English. On a Spanish, German or Italian message it tagged ordinary words as names
+    ("al", "Guten Tag", "ancora arrivato"), and the phone number beside them made each an error: a non-English
+    chat set would fail the gate on words. A line whose stop words are another language's is not read for names
+    (its numbers and addresses still are); an English line with a Spanish name, and the English line of a mixed
+    message, still are."""
+    texts = ["Hola, necesito ayuda con mi pedido. Llegó roto y quiero devolverlo. Pueden llamarme al "
+             "+34 612 345 678. Gracias.",
+             "Guten Tag, meine Bestellung ist nicht angekommen. Bitte rufen Sie mich unter +49 30 1234567 an.",
+             "Buongiorno, il pacco non è ancora arrivato. Potete contattarmi al numero 333 123 4567? Grazie mille.",
+             "Hi, my name is Maria de la Cruz and I live in Madrid. Call me on +34 612 345 678.",
+             "Translate to English:\nLa société de Paris est spécialisée dans la vente de véhicules électriques.\n"
+             "Thanks, Peter Smith (peter.smith@gmail.com)"]
+    found = _found(texts, ner_cfg, "PERSON")
+    assert found[:3] == [[], [], []], found
+    assert found[3:] == [["Maria de la Cruz"], ["Peter Smith"]], found
+    assert all(_found([t], ner_cfg, "PHONE_NUMBER")[0] for t in texts[:4])
