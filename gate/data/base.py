@@ -19,15 +19,7 @@ from typing import Any, ClassVar
 from gate.contract import Contract
 from gate.data.memo import TextMemo
 from gate.io.rows import Row
-
-SEVERITIES = ("error", "warning", "info")
-
-
-def severity_rank(severity: str) -> int:
-    """Where a finding of `severity` stands in anything capped or read top down (report examples, annotations,
-    pages): what fails the gate first. In file order alone, a check's first ten findings of a real set were
-    warnings and the error that failed the gate was not among them."""
-    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+from gate.severity import SEVERITIES  # noqa: F401  (re-exported: a check's severities, as before)
 
 
 def cpu_seconds() -> float:

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from gate.data.base import CheckResult, Finding, severity_rank
+from gate.data.base import CheckResult, Finding
 from gate.data.runner import CheckRun
 from gate.io.atomic import atomic_dir
 from gate.names import CHECK_NAMES
+from gate.severity import severity_rank
 
 REPORT_SCHEMA = "gate.check.report/1"
 STATUS_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skipped": "➖"}

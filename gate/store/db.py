@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
+from gate.severity import SEVERITIES
 
 DEFAULT_DB = "gate.duckdb"
 SCHEMA_VERSION = 2
@@ -49,8 +50,9 @@ MIGRATIONS = [
     *(f"ALTER TABLE findings ADD COLUMN IF NOT EXISTS {col}" for col in (
         "partner_row BIGINT", "partner_id VARCHAR", "score DOUBLE", "cluster_id VARCHAR", "cluster_size BIGINT")),
 ]
-#: findings read top down or cut at a limit show what fails the gate first (gate.data.base.severity_rank, in SQL)
-SEVERITY_RANK_SQL = "CASE severity WHEN 'error' THEN 0 WHEN 'warning' THEN 1 WHEN 'info' THEN 2 ELSE 3 END"
+#: findings read top down or cut at a limit show what fails the gate first (gate.severity.severity_rank, in SQL)
+SEVERITY_RANK_SQL = ("CASE severity " + " ".join(f"WHEN '{s}' THEN {k}" for k, s in enumerate(SEVERITIES))
+                     + f" ELSE {len(SEVERITIES)} END")
 
 FINDING_COLUMNS = ["check", "split", "row", "field", "rule", "severity", "message", "snippet", "row_id",
                    "partner_row", "partner_id", "score", "cluster_id", "cluster_size"]
